@@ -1,0 +1,143 @@
+"""Settings from the environment and command-line options, resolved in one place.
+
+Every interface name lives here so docs, scripts and CI agree on them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError, InvalidInput
+
+ENV_HOME = "DK_MIRROR_HOME"
+ENV_DB = "DK_MIRROR_DB"
+ENV_UPSTREAM = "DK_MIRROR_UPSTREAM"
+ENV_TRANSPORT = "DK_MIRROR_TRANSPORT"
+ENV_OFFLINE = "DK_MIRROR_OFFLINE"
+ENV_API_KEY = "DEVELOPER_KNOWLEDGE_API_KEY"
+ENV_MAX_AGE = "DK_MIRROR_MAX_AGE"
+ENV_GET_RATE = "DK_MIRROR_GET_PER_MINUTE"
+
+GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"
+TRANSPORTS = ("rest", "mcp")
+# The documented default quota for Get + BatchGet together, per project.
+DEFAULT_GET_PER_MINUTE = 100
+DB_FILE = "dk-mirror.sqlite3"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration such as `90`, `30m`, `12h`, `7d`, `2w`."""
+    match = _DURATION.match(text)
+    if not match:
+        raise InvalidInput(
+            f"{text!r} is not a duration", hint="use a number with s, m, h, d or w, e.g. 7d"
+        )
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+def parse_flag(name: str, text: str) -> bool:
+    """A boolean environment variable; anything unexpected is an error, not a guess."""
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ConfigError(f"{name}={text!r} is neither on nor off", hint=f"set {name}=1 or {name}=0")
+
+
+def default_home() -> Path:
+    """The user data directory for this platform (XDG on Linux)."""
+    import platformdirs  # deferred: only needed when no DK_MIRROR_HOME/--db is given
+
+    return Path(platformdirs.user_data_dir("dk-mirror", appauthor=False))
+
+
+def db_url_from(value: str) -> str:
+    """An SQLAlchemy URL from a `--db` value: a URL as given, or a path to an SQLite file."""
+    if "://" in value:
+        return value
+    return "sqlite:///" + str(Path(value).expanduser().resolve())
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything configurable, already validated."""
+
+    db_url: str
+    upstream: str = GOOGLE_UPSTREAM
+    transport: str = "rest"
+    offline: bool = False
+    api_key: str | None = None
+    max_age: float | None = None
+    get_per_minute: int = DEFAULT_GET_PER_MINUTE
+
+    def __repr__(self) -> str:
+        # Never let the key reach a log line or a traceback through repr().
+        key = "set" if self.api_key else "unset"
+        return (
+            f"Settings(db_url={self.db_url!r}, upstream={self.upstream!r}, "
+            f"transport={self.transport!r}, offline={self.offline}, api_key=<{key}>)"
+        )
+
+    @property
+    def is_google(self) -> bool:
+        """True when the upstream is Google's own endpoint (which needs a key)."""
+        return self.upstream.rstrip("/") == GOOGLE_UPSTREAM
+
+    @classmethod
+    def resolve(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        db: str | None = None,
+        upstream: str | None = None,
+        transport: str | None = None,
+        offline: bool | None = None,
+        max_age: str | None = None,
+    ) -> Settings:
+        """Options win over environment variables, which win over defaults."""
+        env = os.environ if env is None else env
+        db_value = db or env.get(ENV_DB)
+        if db_value:
+            db_url = db_url_from(db_value)
+        else:
+            home = Path(env[ENV_HOME]).expanduser() if env.get(ENV_HOME) else default_home()
+            db_url = "sqlite:///" + str((home / DB_FILE).resolve())
+        base = (upstream or env.get(ENV_UPSTREAM) or GOOGLE_UPSTREAM).rstrip("/")
+        if not re.match(r"^https?://[^/\s]+", base):
+            raise ConfigError(
+                f"upstream {base!r} is not an http(s) URL",
+                hint=f"set {ENV_UPSTREAM} or --upstream to e.g. {GOOGLE_UPSTREAM}",
+            )
+        chosen = (transport or env.get(ENV_TRANSPORT) or "rest").lower()
+        if chosen not in TRANSPORTS:
+            raise ConfigError(
+                f"transport {chosen!r} is not one of {', '.join(TRANSPORTS)}",
+                hint=f"set {ENV_TRANSPORT} or --transport to rest or mcp",
+            )
+        is_offline = offline or parse_flag(ENV_OFFLINE, env.get(ENV_OFFLINE, ""))
+        age_text = max_age if max_age is not None else env.get(ENV_MAX_AGE)
+        rate_text = env.get(ENV_GET_RATE, str(DEFAULT_GET_PER_MINUTE))
+        if not rate_text.isdigit() or int(rate_text) < 1:
+            raise ConfigError(
+                f"{ENV_GET_RATE}={rate_text!r} is not a positive whole number",
+                hint=f"unset it to use the documented quota ({DEFAULT_GET_PER_MINUTE}/min)",
+            )
+        return cls(
+            db_url=db_url,
+            upstream=base,
+            transport=chosen,
+            offline=bool(is_offline),
+            api_key=env.get(ENV_API_KEY) or None,
+            max_age=parse_duration(age_text) if age_text else None,
+            get_per_minute=int(rate_text),
+        )

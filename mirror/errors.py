@@ -1,0 +1,133 @@
+"""One exception tree for everything dk-mirror reports to a user.
+
+    MirrorError                    base; `.hint` says what to do next
+    ├── InvalidInput               bad names, options or files given by the user (exit 2)
+    │   └── InvalidName
+    ├── ConfigError                missing API key, bad URL, unusable settings (exit 1)
+    ├── NotCached                  offline and not in the store (exit 4); `.names`
+    ├── StoreError                 the local database cannot be used as asked (exit 1)
+    │   └── SchemaError            store revision unknown to this version of dk-mirror
+    └── UpstreamError              the upstream API failed; `.status`, `.code` (exit 1)
+        ├── NotFound               upstream has no such document (exit 3); `.names`
+        ├── BadRequest             400 INVALID_ARGUMENT other than an invalid key
+        ├── AuthError              401, or 400 "API key not valid"
+        ├── PermissionDenied       403: API not enabled, or key restricted to other APIs
+        ├── QuotaExceeded          429 RESOURCE_EXHAUSTED after retries
+        ├── Unavailable            503/504/5xx, dropped connections, timeouts, after retries
+        └── ProtocolError          a body that is not the JSON shape the contract promises
+
+Messages say what happened, what was being done, and what to do next. None of them ever
+contains the API key: the key travels only in a request header, which no message quotes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class MirrorError(Exception):
+    """Base of every error dk-mirror raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class InvalidInput(MirrorError):
+    """The user gave something dk-mirror cannot use."""
+
+    exit_code = 2
+
+
+class InvalidName(InvalidInput):
+    """A document name that cannot be a Developer Knowledge resource name."""
+
+
+class ConfigError(MirrorError):
+    """Settings that make the request impossible (no key, bad URL, ...)."""
+
+
+class StoreError(MirrorError):
+    """The local store cannot be opened, read or written as asked."""
+
+
+class SchemaError(StoreError):
+    """The store's schema revision is not one this version understands."""
+
+
+class NotCached(MirrorError):
+    """Offline, and these documents are not in the store."""
+
+    exit_code = 4
+
+    def __init__(self, names: Sequence[str], *, hint: str | None = None) -> None:
+        self.names = list(names)
+        shown = ", ".join(self.names[:10]) + (" ..." if len(self.names) > 10 else "")
+        fetch = "dk-mirror fetch " + " ".join(self.names[:3]) + (" ..." if len(names) > 3 else "")
+        super().__init__(
+            f"{len(self.names)} document(s) not in the local store and offline mode is on: {shown}",
+            hint=hint or f"fetch them while online: {fetch}",
+        )
+
+
+class UpstreamError(MirrorError):
+    """The upstream API answered with an error or not at all."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+        self.code = code
+
+
+class NotFound(UpstreamError):
+    """Upstream has no document by these names."""
+
+    exit_code = 3
+
+    def __init__(self, names: Sequence[str], *, hint: str | None = None) -> None:
+        self.names = list(names)
+        shown = ", ".join(self.names[:10]) + (" ..." if len(self.names) > 10 else "")
+        super().__init__(
+            f"not found upstream: {shown}",
+            status=404,
+            code="NOT_FOUND",
+            hint=hint
+            or "check the name (documents/{host}/{path}, as in a search result's `parent`)",
+        )
+
+
+class BadRequest(UpstreamError):
+    """Upstream refused the request as invalid (400 INVALID_ARGUMENT)."""
+
+
+class AuthError(UpstreamError):
+    """The API key is missing or not valid."""
+
+
+class PermissionDenied(UpstreamError):
+    """The API is not enabled for the key's project, or the key may not call it."""
+
+
+class QuotaExceeded(UpstreamError):
+    """Upstream quota exhausted (429 RESOURCE_EXHAUSTED), or a local quota would be."""
+
+
+class Unavailable(UpstreamError):
+    """Upstream did not answer usefully in time: 5xx, timeouts, dropped connections."""
+
+
+class ProtocolError(UpstreamError):
+    """Upstream's answer is not the shape the API contract promises."""

@@ -1,0 +1,244 @@
+"""The local document store: SQLAlchemy Core over SQLite (default) or PostgreSQL.
+
+The only package that imports SQLAlchemy. Writes go through Core statements built once
+(SQLAlchemy caches their compiled form); the ORM measured about 10x slower for batched upserts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, bindparam, func, select, text
+from sqlalchemy.exc import DBAPIError
+
+from ..errors import SchemaError, StoreError
+from ..models import CachedDocument, Document, content_sha256
+from . import engine as engines
+from .schema import SCHEMA_REVISION, documents
+
+_BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
+_DOC_COLUMNS = (
+    "uri",
+    "title",
+    "description",
+    "data_source",
+    "update_time",
+    "content_length_bytes",
+    "content",
+    "extra_json",
+    "content_sha256",
+    "fetched_at",
+    "upstream",
+    "seen_update_time",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One line of a listing: a document's metadata without its content."""
+
+    name: str
+    title: str | None
+    data_source: str | None
+    update_time: str | None
+    content_length_bytes: int | None
+    has_content: bool
+    fetched_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Counts and sizes for `dk-mirror status`."""
+
+    documents: int
+    with_content: int
+    content_bytes: int
+    oldest_fetch: float | None
+    newest_fetch: float | None
+    by_data_source: dict[str, int]
+
+
+def _upsert_statement(dialect: str) -> Any:
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:
+        raise StoreError(
+            f"databases of type {dialect!r} are not supported",
+            hint="use an SQLite path or a postgresql:// URL",
+        )
+    stmt = insert(documents)
+    return stmt.on_conflict_do_update(
+        index_elements=[documents.c.name],
+        set_={name: stmt.excluded[name] for name in _DOC_COLUMNS},
+    )
+
+
+def _row(doc: Document, fetched_at: float, upstream: str) -> dict[str, Any]:
+    content = doc.content
+    return {
+        "name": doc.name,
+        "uri": doc.uri,
+        "title": doc.title,
+        "description": doc.description,
+        "data_source": doc.data_source,
+        "update_time": doc.update_time,
+        "content_length_bytes": doc.content_length_bytes,
+        "content": content,
+        "extra_json": json.dumps(dict(doc.extra), sort_keys=True) if doc.extra else None,
+        "content_sha256": content_sha256(content) if content is not None else None,
+        "fetched_at": fetched_at,
+        "upstream": upstream,
+        "seen_update_time": None,
+    }
+
+
+def _cached(row: Any) -> CachedDocument:
+    extra = json.loads(row.extra_json) if row.extra_json else {}
+    doc = Document(
+        name=row.name,
+        uri=row.uri,
+        content=row.content,
+        description=row.description,
+        data_source=row.data_source,
+        title=row.title,
+        update_time=row.update_time,
+        content_length_bytes=row.content_length_bytes,
+        extra=extra,
+    )
+    return CachedDocument(
+        document=doc,
+        sha256=row.content_sha256,
+        fetched_at=row.fetched_at,
+        upstream=row.upstream,
+        seen_update_time=row.seen_update_time,
+    )
+
+
+class Store:
+    """Documents keyed by resource name, in one database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.url = engine.url.render_as_string(hide_password=True)
+        self._upsert = _upsert_statement(engine.dialect.name)
+
+    @classmethod
+    def open(cls, url: str, *, upgrade: bool = True) -> Store:
+        """Open the store at `url`, upgrading its schema to this version's when needed."""
+        store = cls(engines.create(url))
+        try:
+            revision = store.revision()
+        except DBAPIError as exc:
+            store.close()
+            raise StoreError(
+                f"cannot open the store at {store.url}: {exc.orig}",
+                hint="check the path or URL given by --db / DK_MIRROR_DB",
+            ) from None
+        if revision != SCHEMA_REVISION:
+            if not upgrade:
+                store.close()
+                raise SchemaError(
+                    f"the store is at schema revision {revision!r}; "
+                    f"this version needs {SCHEMA_REVISION!r}",
+                    hint="run `dk-mirror db upgrade`",
+                )
+            from .migrate import upgrade as run_upgrade
+
+            run_upgrade(store.engine)
+        return store
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+    def revision(self) -> str | None:
+        """The schema revision stamped in the database (None when blank)."""
+        from .migrate import current_revision
+
+        with self.engine.connect() as conn:
+            return current_revision(conn)
+
+    def _writer(self) -> Connection:
+        return self.engine.connect().execution_options(**{engines.WRITE: True})
+
+    def get_many(self, names: Sequence[str]) -> dict[str, CachedDocument]:
+        """Cached copies of `names` that exist, by name."""
+        if not names:
+            return {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(_BY_NAMES, {"names": list(names)})
+            return {row.name: _cached(row) for row in rows}
+
+    def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
+        """Write documents (full content) in one transaction; returns how many."""
+        rows = [_row(doc, fetched_at, upstream) for doc in docs]
+        if not rows:
+            return 0
+        with self._writer() as conn, conn.begin():
+            conn.execute(self._upsert, rows)
+        return len(rows)
+
+    def list(self, prefix: str | None = None, limit: int | None = None) -> Iterator[Summary]:
+        """Documents by name, optionally only those whose name starts with `prefix`."""
+        query = select(
+            documents.c.name,
+            documents.c.title,
+            documents.c.data_source,
+            documents.c.update_time,
+            documents.c.content_length_bytes,
+            documents.c.content.is_not(None).label("has_content"),
+            documents.c.fetched_at,
+        ).order_by(documents.c.name)
+        if prefix:
+            # A range on the primary key uses its index, unlike LIKE (case rules, escapes).
+            query = query.where(documents.c.name >= prefix, documents.c.name < prefix + "\U0010ffff")
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            for row in conn.execute(query):
+                yield Summary(*row)
+
+    def stats(self) -> Stats:
+        """Counts, bytes and fetch times over the whole store."""
+        c = documents.c
+        with self.engine.connect() as conn:
+            total, with_content, size, oldest, newest = conn.execute(
+                select(
+                    func.count(),
+                    func.count(c.content),
+                    func.coalesce(func.sum(c.content_length_bytes), 0),
+                    func.min(c.fetched_at),
+                    func.max(c.fetched_at),
+                )
+            ).one()
+            by_source = conn.execute(
+                select(c.data_source, func.count()).group_by(c.data_source).order_by(c.data_source)
+            ).all()
+        return Stats(
+            documents=total,
+            with_content=with_content,
+            content_bytes=int(size),
+            oldest_fetch=oldest,
+            newest_fetch=newest,
+            by_data_source={str(src): n for src, n in by_source},
+        )
+
+    def integrity(self) -> list[str]:
+        """Problems SQLite's quick_check finds (empty when healthy; skipped elsewhere)."""
+        if self.engine.dialect.name != "sqlite":
+            return []
+        with self.engine.connect() as conn:
+            rows = [r[0] for r in conn.execute(text("PRAGMA quick_check"))]
+        return [] if rows == ["ok"] else rows
+
+    def journal_mode(self) -> str | None:
+        """SQLite's journal mode in force (expected `wal`), or None for other databases."""
+        if self.engine.dialect.name != "sqlite":
+            return None
+        with self.engine.connect() as conn:
+            return str(conn.execute(text("PRAGMA journal_mode")).scalar())

@@ -1,0 +1,70 @@
+"""Engine creation: one place that knows about connection settings and SQLite pragmas."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+from ..errors import StoreError
+
+log = logging.getLogger("mirror.store")
+
+# Milliseconds a connection waits for another writer's lock before failing with "locked".
+BUSY_TIMEOUT_MS = 5000
+# Execution option that marks a connection as a writer (its BEGIN takes the write lock).
+WRITE = "dk_mirror_write"
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's begin event issue BEGIN itself; pysqlite's implicit BEGIN would start
+    # transactions late (at the first write) and as DEFERRED, inviting SQLITE_BUSY upgrades.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        # WAL: readers never block the writer and vice versa (browse while fetching).
+        # The pragma answers with the mode in force; :memory: and some filesystems refuse WAL.
+        mode = cursor.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
+            log.warning("SQLite kept journal_mode=%s (WAL refused); writers will block readers", mode)
+        # Wait for a competing writer instead of failing at once with "database is locked".
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        # SQLite leaves foreign keys off per connection unless asked.
+        cursor.execute("PRAGMA foreign_keys=ON")
+        # NORMAL is crash-safe under WAL and saves an fsync per commit.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def _on_sqlite_begin(conn: Any) -> None:
+    # Writers take the write lock up front (IMMEDIATE), so two writers queue on busy_timeout
+    # rather than deadlocking when both try to upgrade a read lock.
+    if conn.get_execution_options().get(WRITE):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("BEGIN")
+
+
+def create(url: str) -> Engine:
+    """An engine for `url`, with the pragmas and transaction handling this store relies on."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            folder = Path(database).parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store's folder {folder}: {exc.strerror}",
+                    hint="set DK_MIRROR_HOME or --db to a writable location",
+                ) from None
+        engine = create_engine(url)
+        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "begin", _on_sqlite_begin)
+        return engine
+    return create_engine(url, pool_pre_ping=True)

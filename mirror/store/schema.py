@@ -1,0 +1,34 @@
+"""The tables, as SQLAlchemy Core metadata. Alembic migrations create exactly these."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Float, Integer, MetaData, String, Table, Text
+
+# The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
+SCHEMA_REVISION = "0001"
+
+metadata = MetaData()
+
+documents = Table(
+    "documents",
+    metadata,
+    # Resource name `documents/{host}/{path}`; the API's identifier.
+    Column("name", String(500), primary_key=True),
+    Column("uri", Text),
+    Column("title", Text),
+    Column("description", Text),
+    Column("data_source", String(255)),
+    Column("update_time", String(40)),
+    Column("content_length_bytes", Integer),
+    # NULL when only metadata (BASIC view) has been seen.
+    Column("content", Text),
+    # Fields upstream sent that this version does not model, as canonical JSON.
+    Column("extra_json", Text),
+    Column("content_sha256", String(64)),
+    # Unix seconds when this copy was fetched or imported; freshness is judged from it.
+    Column("fetched_at", Float, nullable=False),
+    # Where the copy came from: "rest https://...", "mcp https://...", "import FILE".
+    Column("upstream", Text, nullable=False),
+    # Newest updateTime seen in metadata since the copy was fetched (marks it stale).
+    Column("seen_update_time", String(40)),
+)

@@ -1,0 +1,47 @@
+"""Clients for the upstream Developer Knowledge API (REST v1 and MCP), behind one interface.
+
+The only package that imports httpx and tenacity. Importing this package is cheap: the
+transports are loaded by `open_upstream`, so offline paths never import httpx.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ..models import Document, View
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..config import Settings
+    from .retry import RetryPolicy
+
+# BatchGetDocuments accepts at most this many names per call.
+MAX_BATCH = 20
+
+
+class Upstream(Protocol):
+    """What the service needs from an upstream, whatever the transport."""
+
+    label: str  # where documents come from, e.g. "rest https://developerknowledge.googleapis.com"
+
+    def batch_get(self, names: Sequence[str], view: View = View.CONTENT) -> list[Document]:
+        """Documents for at most 20 canonical names, in request order; NotFound if any is absent."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def open_upstream(
+    settings: Settings,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    retry: RetryPolicy | None = None,
+) -> Upstream:
+    """The upstream client `settings` ask for (REST or MCP), paced and retrying."""
+    from .factory import build
+
+    return build(settings, transport=transport, retry=retry)
