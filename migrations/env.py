@@ -8,7 +8,9 @@ from mirror.store.schema import metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:
-    raise RuntimeError("run migrations through `dk-mirror db upgrade`, which supplies the connection")
+    raise RuntimeError(
+        "run migrations through `dk-mirror db upgrade`, which supplies the connection"
+    )
 
 # render_as_batch: SQLite cannot ALTER most things; batch mode rebuilds tables instead.
 context.configure(

@@ -62,7 +62,8 @@ def get(
         out = result.to_api()
         out["_mirror"] = {
             "served": [
-                {"name": s.name, "source": s.source, "fetchedAt": s.fetched_at} for s in result.served
+                {"name": s.name, "source": s.source, "fetchedAt": s.fetched_at}
+                for s in result.served
             ]
         }
         click.echo(render.to_json(out))
@@ -135,7 +136,7 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
     """List cached documents by name (NDJSON with --json)."""
     mirror = open_mirror(ctx)
     rows = []
-    for item in mirror.list(prefix, limit):
+    for item in mirror.list_documents(prefix, limit):
         if as_json:
             click.echo(
                 render.to_json_line(

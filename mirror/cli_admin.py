@@ -100,11 +100,10 @@ def _checks(mirror: Any) -> list[tuple[str, str, str]]:
             level = "ok" if mode == "wal" else "warn"
             rows.append((level, "journal", f"journal_mode={mode} (wal expected)"))
         problems = store.integrity()
-        rows.append(
-            ("fail", "integrity", "; ".join(problems[:5]))
-            if problems
-            else ("ok", "integrity", "quick_check ok")
-        )
+        if problems:
+            rows.append(("fail", "integrity", "; ".join(problems[:5])))
+        else:
+            rows.append(("ok", "integrity", "quick_check ok"))
     finally:
         store.close()
     if settings.offline:
@@ -133,7 +132,9 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     rows = _checks(mirror)
     if as_json:
         click.echo(
-            render.to_json([{"level": lvl, "check": what, "detail": msg} for lvl, what, msg in rows])
+            render.to_json(
+                [{"level": lvl, "check": what, "detail": msg} for lvl, what, msg in rows]
+            )
         )
     else:
         click.echo(render.table([(lvl, what, msg) for lvl, what, msg in rows]))

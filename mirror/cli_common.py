@@ -14,6 +14,7 @@ from .service import Mirror
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     # Global options may come before or after the subcommand; whichever is given is kept.
     if value is not None and value is not False:

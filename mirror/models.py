@@ -8,13 +8,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .errors import ProtocolError
 
 
-class View(str, Enum):
+class View(StrEnum):
     """DocumentView: which fields a Get/BatchGet returns."""
 
     BASIC = "DOCUMENT_VIEW_BASIC"

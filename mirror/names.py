@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from .errors import InvalidName
 
@@ -17,12 +18,16 @@ PREFIX = "documents/"
 MAX_NAME_LENGTH = 500
 FORMS = "documents/{host}/{path}, https://{host}/{path} or {host}/{path}"
 
-_HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$")
+_HOST = re.compile(
+    r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$"
+)
 _SCHEME = re.compile(r"^https?://", re.IGNORECASE)
 # Whitespace and control characters never occur in a resource name; they mean a bad paste.
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
+# Names repeat (every cache lookup normalises its request); parsing each once is enough.
+@lru_cache(maxsize=8192)
 def normalize(raw: str) -> str:
     """Return the canonical resource name for `raw`, or raise InvalidName saying why."""
     text = raw.strip() if isinstance(raw, str) else raw

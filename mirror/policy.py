@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 
 from .models import CachedDocument
 
 
-class Freshness(str, Enum):
+class Freshness(StrEnum):
     """What the cache holds for one name."""
 
     FRESH = "fresh"  # serve it

@@ -27,7 +27,7 @@ def _parse(lines: Iterator[str], where: str) -> list[Document]:
     docs = []
     lineno = 0
     try:
-        for lineno, line in enumerate(lines, start=1):  # noqa: B007 (used in the except)
+        for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:

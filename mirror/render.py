@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -40,7 +40,7 @@ def age(seconds: float | None) -> str:
     return f"{seconds:.0f}s"
 
 
-def table(rows: list[tuple[str, ...]]) -> str:
+def table(rows: Sequence[Sequence[str]]) -> str:
     """Left-aligned columns separated by two spaces; the last column is not padded."""
     if not rows:
         return ""

@@ -278,11 +278,13 @@ class Mirror:
 
         return self.store.put(read_sample(), fetched_at=self.clock(), upstream="sample")
 
-    def list(self, prefix: str | None = None, limit: int | None = None) -> Iterator[Summary]:
+    def list_documents(
+        self, prefix: str | None = None, limit: int | None = None
+    ) -> Iterator[Summary]:
         """Cached documents by name; `prefix` may be given in any accepted name form."""
         if prefix:
             prefix = _prefix_form(prefix)
-        return self.store.list(prefix, limit)
+        return self.store.list_documents(prefix, limit)
 
     def stats(self) -> Stats:
         """Counts and sizes of the store."""

@@ -50,5 +50,7 @@ def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.sqlite3'}"
     Store.open(url).close()
     code = "import sys, mirror.store as s; s.Store.open(sys.argv[1]).close(); print('alembic' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, url], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "False"  # an up-to-date store never imports Alembic

@@ -24,10 +24,18 @@ def cached(age: float, *, content: str | None = "x", updated=None, seen=None) ->
         (cached(100), 200, False, Freshness.FRESH),
         (cached(300), 200, False, Freshness.STALE),
         (cached(0), None, True, Freshness.STALE),
-        (cached(0, updated="2026-01-01T00:00:00Z", seen="2026-02-01T00:00:00Z"), None, False,
-         Freshness.STALE),
-        (cached(0, updated="2026-02-01T00:00:00Z", seen="2026-01-01T00:00:00Z"), None, False,
-         Freshness.FRESH),
+        (
+            cached(0, updated="2026-01-01T00:00:00Z", seen="2026-02-01T00:00:00Z"),
+            None,
+            False,
+            Freshness.STALE,
+        ),
+        (
+            cached(0, updated="2026-02-01T00:00:00Z", seen="2026-01-01T00:00:00Z"),
+            None,
+            False,
+            Freshness.FRESH,
+        ),
     ],
 )
 def test_freshness(copy, max_age, refresh, expected) -> None:  # type: ignore[no-untyped-def]

@@ -14,8 +14,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_wheel_carries_migrations_and_sample_and_they_work(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(dist), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -27,26 +37,45 @@ def test_wheel_carries_migrations_and_sample_and_they_work(tmp_path: Path) -> No
 
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
-         str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
         check=True,
         capture_output=True,
     )
     env = {**os.environ, "PYTHONPATH": str(target), "DK_MIRROR_HOME": str(tmp_path / "home")}
     db = tmp_path / "wheel.sqlite3"
     run = subprocess.run(
-        [sys.executable, "-c",
-         "import mirror, sys; print(mirror.__file__); "
-         "from mirror.cli import main; sys.argv=['dk-mirror','db','upgrade','--db',sys.argv[1]]; "
-         "main()", str(db)],
-        env=env, cwd=tmp_path, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import mirror, sys; print(mirror.__file__); "
+            "from mirror.cli import main; sys.argv=['dk-mirror','db','upgrade','--db',sys.argv[1]]; "
+            "main()",
+            str(db),
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(str(target))
     assert "revision 0001" in run.stderr
     imported = subprocess.run(
         [sys.executable, "-m", "mirror", "--db", str(db), "import", "--sample"],
-        env=env, cwd=tmp_path, capture_output=True, text=True,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert imported.returncode == 0, imported.stderr
     assert "imported 50 documents" in imported.stderr

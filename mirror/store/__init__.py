@@ -7,6 +7,7 @@ The only package that imports SQLAlchemy. Writes go through Core statements buil
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,7 @@ class Stats:
 
 
 def _upsert_statement(dialect: str) -> Any:
+    insert: Any
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     elif dialect == "sqlite":
@@ -98,25 +100,23 @@ def _row(doc: Document, fetched_at: float, upstream: str) -> dict[str, Any]:
 
 
 def _cached(row: Any) -> CachedDocument:
-    extra = json.loads(row.extra_json) if row.extra_json else {}
+    # Positional unpacking: attribute access by name on Row costs more than the query itself
+    # on this hot path (20 rows per get_documents).
+    (name, uri, title, description, data_source, update_time, length, content, extra_json,
+     sha256, fetched_at, upstream, seen_update_time) = row  # fmt: skip
     doc = Document(
-        name=row.name,
-        uri=row.uri,
-        content=row.content,
-        description=row.description,
-        data_source=row.data_source,
-        title=row.title,
-        update_time=row.update_time,
-        content_length_bytes=row.content_length_bytes,
-        extra=extra,
+        name,
+        uri,
+        content,
+        description,
+        data_source,
+        title,
+        update_time,
+        None,
+        length,
+        json.loads(extra_json) if extra_json else {},
     )
-    return CachedDocument(
-        document=doc,
-        sha256=row.content_sha256,
-        fetched_at=row.fetched_at,
-        upstream=row.upstream,
-        seen_update_time=row.seen_update_time,
-    )
+    return CachedDocument(doc, sha256, fetched_at, upstream, seen_update_time)
 
 
 class Store:
@@ -126,6 +126,11 @@ class Store:
         self.engine = engine
         self.url = engine.url.render_as_string(hide_password=True)
         self._upsert = _upsert_statement(engine.dialect.name)
+        # One held connection per thread for single-statement reads: a pool checkout costs
+        # about as much as reading 20 cached documents, and lookups are the hot path.
+        self._local = threading.local()
+        self._readers: list[Connection] = []
+        self._readers_lock = threading.Lock()
 
     @classmethod
     def open(cls, url: str, *, upgrade: bool = True) -> Store:
@@ -153,8 +158,22 @@ class Store:
         return store
 
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close the held read connections and every pooled connection."""
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+        for conn in readers:
+            conn.close()
+        self._local = threading.local()
         self.engine.dispose()
+
+    def _reader(self) -> Connection:
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self.engine.connect().execution_options(**{engines.SINGLE_READ: True})
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
 
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""
@@ -170,9 +189,14 @@ class Store:
         """Cached copies of `names` that exist, by name."""
         if not names:
             return {}
-        with self.engine.connect() as conn:
-            rows = conn.execute(_BY_NAMES, {"names": list(names)})
-            return {row.name: _cached(row) for row in rows}
+        conn = self._reader()
+        try:
+            rows = conn.execute(_BY_NAMES, {"names": list(names)}).all()
+        finally:
+            # Ends SQLAlchemy's autobegun transaction; SQLite itself ran the SELECT in its own
+            # implicit transaction, so this is a no-op at the database and holds no snapshot.
+            conn.rollback()
+        return {row[0]: _cached(row) for row in rows}
 
     def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
         """Write documents (full content) in one transaction; returns how many."""
@@ -183,7 +207,9 @@ class Store:
             conn.execute(self._upsert, rows)
         return len(rows)
 
-    def list(self, prefix: str | None = None, limit: int | None = None) -> Iterator[Summary]:
+    def list_documents(
+        self, prefix: str | None = None, limit: int | None = None
+    ) -> Iterator[Summary]:
         """Documents by name, optionally only those whose name starts with `prefix`."""
         query = select(
             documents.c.name,
@@ -196,7 +222,9 @@ class Store:
         ).order_by(documents.c.name)
         if prefix:
             # A range on the primary key uses its index, unlike LIKE (case rules, escapes).
-            query = query.where(documents.c.name >= prefix, documents.c.name < prefix + "\U0010ffff")
+            query = query.where(
+                documents.c.name >= prefix, documents.c.name < prefix + "\U0010ffff"
+            )
         if limit is not None:
             query = query.limit(limit)
         with self.engine.connect() as conn:

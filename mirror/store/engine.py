@@ -17,6 +17,9 @@ log = logging.getLogger("mirror.store")
 BUSY_TIMEOUT_MS = 5000
 # Execution option that marks a connection as a writer (its BEGIN takes the write lock).
 WRITE = "dk_mirror_write"
+# Execution option for a connection that runs one SELECT: SQLite's implicit per-statement
+# transaction already gives it a consistent snapshot, so BEGIN/ROLLBACK would be wasted calls.
+SINGLE_READ = "dk_mirror_single_read"
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -29,7 +32,9 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
         # The pragma answers with the mode in force; :memory: and some filesystems refuse WAL.
         mode = cursor.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if mode != "wal":
-            log.warning("SQLite kept journal_mode=%s (WAL refused); writers will block readers", mode)
+            log.warning(
+                "SQLite kept journal_mode=%s (WAL refused); writers will block readers", mode
+            )
         # Wait for a competing writer instead of failing at once with "database is locked".
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # SQLite leaves foreign keys off per connection unless asked.
@@ -42,10 +47,12 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
 
 def _on_sqlite_begin(conn: Any) -> None:
     # Writers take the write lock up front (IMMEDIATE), so two writers queue on busy_timeout
-    # rather than deadlocking when both try to upgrade a read lock.
-    if conn.get_execution_options().get(WRITE):
+    # rather than deadlocking when both try to upgrade a read lock. Readers issue a plain
+    # (deferred) BEGIN so that several statements see one snapshot.
+    options = conn.get_execution_options()
+    if options.get(WRITE):
         conn.exec_driver_sql("BEGIN IMMEDIATE")
-    else:
+    elif not options.get(SINGLE_READ):
         conn.exec_driver_sql("BEGIN")
 
 

@@ -6,6 +6,7 @@ costs one small query rather than Alembic's import time.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,9 @@ from .engine import WRITE
 
 def script_location() -> Path:
     """The migrations folder: packaged as `mirror.migrations`, or `migrations/` in a checkout."""
-    import mirror.migrations as packaged
-
-    return Path(packaged.__file__).parent
+    # Imported by name: setuptools maps the top-level migrations/ folder to this package.
+    packaged = importlib.import_module("mirror.migrations")
+    return Path(str(packaged.__file__)).parent
 
 
 def current_revision(conn: Connection) -> str | None:
@@ -57,6 +58,7 @@ def upgrade(engine: Engine, target: str = "head") -> None:
 
     with engine.connect().execution_options(**{WRITE: True}) as conn:
         found = current_revision(conn)
+        conn.rollback()  # end the read's transaction; the upgrade takes the write lock below
         if found is not None and found not in known_revisions():
             raise SchemaError(
                 f"the store is at schema revision {found!r}, which this dk-mirror does not know",

@@ -1,0 +1,190 @@
+"""Retry transient upstream failures: capped backoff with jitter, Retry-After, one deadline."""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception
+
+from ..config import DEFAULT_GET_PER_MINUTE, ENV_GET_RATE
+from ..errors import QuotaExceeded, Unavailable, UpstreamError
+
+log = logging.getLogger("mirror.upstream")
+
+T = TypeVar("T")
+
+# RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED: the codes the error-handling
+# page says to retry. Everything else (400/401/403/404, 501, 502 ...) will not get better.
+RETRYABLE_STATUSES = frozenset({429, 500, 503, 504})
+
+# Transport failures that a second try can cure. Not LocalProtocolError or UnsupportedProtocol:
+# those are our own mistakes and would fail identically.
+_TRANSIENT_TRANSPORT: tuple[type[Exception], ...] = (
+    httpx.TimeoutException,
+    httpx.NetworkError,
+    httpx.RemoteProtocolError,  # dropped connection, truncated body
+)
+
+QUOTA_HINT = (
+    f"the documented quota for Get and BatchGet together is {DEFAULT_GET_PER_MINUTE} calls/min "
+    f"per project; wait a minute and retry, or set {ENV_GET_RATE} to your project's quota "
+    "(or lower) so the mirror paces itself under it"
+)
+UNAVAILABLE_HINT = (
+    "upstream is down, overloaded or unreachable; try again later, or read what is already "
+    "mirrored with --offline"
+)
+
+
+def _sleep(seconds: float) -> None:
+    # Looked up at call time, so a test that patches time.sleep is obeyed here too.
+    time.sleep(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard to try: attempts, overall deadline (seconds) and backoff shape."""
+
+    max_attempts: int = 5
+    deadline: float = 60.0
+    initial: float = 1.0
+    max_wait: float = 32.0
+    jitter: float = 1.0
+    sleep: Callable[[float], None] = _sleep
+    clock: Callable[[], float] = time.monotonic
+
+
+class Transient(Exception):
+    """An attempt failed in a way worth repeating; carries the mapped error and Retry-After."""
+
+    def __init__(self, error: UpstreamError, retry_after: float | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after = retry_after
+
+
+def backoff_delay(retry_number: int, policy: RetryPolicy, unit_random: float) -> float:
+    """Seconds before retry `retry_number` (0-based): min(max_wait, initial*2^n + jitter)."""
+    return min(policy.max_wait, policy.initial * 2.0**retry_number + policy.jitter * unit_random)
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds a Retry-After header asks for (delta-seconds or HTTP date); None if absent/bad."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # HTTP dates are GMT; a naive parse result means the same
+        return None
+    wall = time.time() if now is None else now
+    return max(0.0, when.timestamp() - wall)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for failures a retry may cure (429/5xx answers and transport errors)."""
+    return isinstance(exc, (Transient, *_TRANSIENT_TRANSPORT))
+
+
+def call_with_retry(policy: RetryPolicy, what: str, attempt: Callable[[float], T]) -> T:
+    """Run `attempt(seconds_left)` until it succeeds, fails for good, or the policy gives up."""
+    start = policy.clock()
+
+    def elapsed() -> float:
+        return policy.clock() - start
+
+    def one() -> T:
+        # The attempt bounds its own timeouts by this, so one slow answer cannot
+        # carry us past the deadline.
+        return attempt(max(policy.deadline - elapsed(), 0.001))
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, Transient) and exc.retry_after is not None:
+            return exc.retry_after  # the server knows when its quota refills; believe it
+        return backoff_delay(state.attempt_number - 1, policy, random.random())
+
+    def stop(state: RetryCallState) -> bool:
+        if state.attempt_number >= policy.max_attempts:
+            return True
+        # Give up now rather than sleep into a wait that ends past the deadline.
+        return elapsed() + state.upcoming_sleep >= policy.deadline
+
+    def before_sleep(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.debug(
+            "%s: attempt %d failed (%s); retrying in %.2f s",
+            what,
+            state.attempt_number,
+            _reason(exc),
+            state.upcoming_sleep,
+        )
+
+    def give_up(state: RetryCallState) -> T:
+        exc = state.outcome.exception() if state.outcome else None
+        raise _gave_up(policy, what, state, elapsed(), exc) from exc
+
+    retrying = Retrying(
+        sleep=policy.sleep,
+        stop=stop,
+        wait=wait,
+        retry=retry_if_exception(is_transient),
+        before_sleep=before_sleep,
+        retry_error_callback=give_up,
+    )
+    try:
+        return retrying(one)
+    except httpx.HTTPError as exc:
+        # Not transient (e.g. an unsupported URL scheme): still report it in our own tree.
+        raise Unavailable(f"{what}: {_reason(exc)}", hint=UNAVAILABLE_HINT) from exc
+
+
+def _reason(exc: BaseException | None) -> str:
+    if isinstance(exc, Transient):
+        return exc.error.message
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out ({type(exc).__name__})"
+    if exc is None:
+        return "unknown failure"
+    detail = str(exc).strip()
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+
+def _gave_up(
+    policy: RetryPolicy,
+    what: str,
+    state: RetryCallState,
+    elapsed: float,
+    exc: BaseException | None,
+) -> UpstreamError:
+    attempts = state.attempt_number
+    if attempts >= policy.max_attempts:
+        why = f"the limit of {policy.max_attempts} attempts"
+    else:
+        why = (
+            f"waiting another {state.upcoming_sleep:.1f} s would pass the "
+            f"{policy.deadline:g} s deadline"
+        )
+    message = (
+        f"{what}: gave up after {attempts} attempt(s) over {elapsed:.1f} s ({why}); "
+        f"last error: {_reason(exc)}"
+    )
+    if isinstance(exc, Transient):
+        err = exc.error
+        if isinstance(err, QuotaExceeded):
+            return QuotaExceeded(message, status=err.status, code=err.code, hint=QUOTA_HINT)
+        return Unavailable(message, status=err.status, code=err.code, hint=UNAVAILABLE_HINT)
+    return Unavailable(message, hint=UNAVAILABLE_HINT)

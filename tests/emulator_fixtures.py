@@ -1,0 +1,58 @@
+"""Pytest fixtures around the upstream emulator, and a loader for the shared real-docs corpus.
+
+The corpus lives in ``shared/corpus`` beside the repository checkout (one gzipped JSON Document
+per line); set ``DK_MIRROR_CORPUS_DIR`` to point elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if __package__:
+    from .emulator import Emulator
+else:  # loaded as a top-level module (pytest's rootdir-relative import of tests/)
+    from emulator import Emulator
+
+CORPUS_ENV = "DK_MIRROR_CORPUS_DIR"
+
+
+def corpus_dir() -> Path:
+    """The corpus folder: $DK_MIRROR_CORPUS_DIR, else shared/corpus beside the checkout."""
+    override = os.environ.get(CORPUS_ENV)
+    return Path(override) if override else Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+@functools.cache
+def _load(path: Path) -> tuple[dict[str, Any], ...]:
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        return tuple(json.loads(line) for line in lines if line.strip())
+
+
+def corpus_documents(source: str | None = None) -> list[dict[str, Any]]:
+    """Corpus records (fresh dicts, file order); `source` is a file stem such as "tensorflow.org"
+    or "developer.chrome.com-en", None for every file."""
+    folder = corpus_dir()
+    paths = [folder / f"{source}.jsonl.gz"] if source else sorted(folder.glob("*.jsonl.gz"))
+    if not paths or not all(p.is_file() for p in paths):
+        raise FileNotFoundError(
+            f"no corpus file {source or '*'}.jsonl.gz in {folder} (set ${CORPUS_ENV})"
+        )
+    return [dict(record) for path in paths for record in _load(path)]
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    """A running emulator: the 99 tensorflow.org documents, the first 200 English Chrome ones."""
+    documents = (
+        corpus_documents("tensorflow.org") + corpus_documents("developer.chrome.com-en")[:200]
+    )
+    with Emulator(documents, api_key="test-key") as running:
+        yield running

@@ -1,0 +1,139 @@
+"""The dk-mirror command: wiring, output shapes and exit codes (behaviour is tested on Mirror)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mirror.cli import cli
+
+TF = "documents/www.tensorflow.org/hub/caching"
+TF2 = "documents/www.tensorflow.org/hub/installation"
+
+
+@pytest.fixture
+def run(db_url, emulator, monkeypatch):  # type: ignore[no-untyped-def]
+    """Invoke the CLI against the emulator and the test's store."""
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)
+    monkeypatch.setenv("DK_MIRROR_UPSTREAM", emulator.base_url)
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", emulator.api_key)
+
+    def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+        return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+    return invoke
+
+
+def test_get_prints_markdown_then_serves_from_cache(run, emulator):
+    first = run("get", "https://www.tensorflow.org/hub/caching")
+    assert first.exit_code == 0
+    assert first.stdout.lstrip().startswith("# Caching model downloads")
+    emulator.reset()
+    again = run("get", TF, "--offline")
+    assert again.exit_code == 0 and again.stdout == first.stdout
+    assert emulator.count() == 0
+
+
+def test_get_json_is_the_batchget_shape_with_extras_apart(run):
+    result = run("get", "--json", TF, TF2)
+    data = json.loads(result.stdout)
+    assert list(data) == ["documents", "_mirror"]
+    assert [d["name"] for d in data["documents"]] == [TF, TF2]
+    assert {"name", "uri", "content", "dataSource", "title"} <= set(data["documents"][0])
+    assert [s["source"] for s in data["_mirror"]["served"]] == ["upstream", "upstream"]
+
+
+def test_global_options_before_or_after_the_subcommand(run, emulator):
+    run("get", TF)
+    emulator.reset()
+    before = run("--offline", "get", TF)
+    after = run("get", TF, "--offline")
+    assert before.exit_code == after.exit_code == 0
+    assert before.stdout == after.stdout
+    missing = run("--offline", "get", TF2)
+    assert missing.exit_code == 4
+    assert "dk-mirror fetch" in missing.stderr
+    assert emulator.count() == 0
+
+
+def test_exit_codes_for_bad_names_and_unknown_documents(run):
+    bad = run("get", "not a name")
+    assert bad.exit_code == 2 and "error:" in bad.stderr
+    unknown = run("get", "documents/www.tensorflow.org/nope")
+    assert unknown.exit_code == 3 and "not found upstream" in unknown.stderr
+
+
+def test_fetch_names_file_summary_and_missing(run, tmp_path: Path):
+    names = tmp_path / "names.txt"
+    names.write_text(
+        f"# docs we need\n{TF}\nwww.tensorflow.org/hub/installation\nwww.tensorflow.org/ghost\n"
+    )
+    result = run("fetch", "--names-file", str(names), "--json")
+    assert result.exit_code == 3
+    summary = json.loads(result.stdout)
+    assert summary["fetched"] == 2 and summary["missing"] == ["documents/www.tensorflow.org/ghost"]
+    again = run("fetch", "--names-file", str(names))
+    assert "2 already cached" in again.stderr
+
+
+def test_ls_status_doctor(run):
+    run("fetch", TF, TF2)
+    listing = run("ls", "--prefix", "www.tensorflow.org/hub/")
+    assert [line.split()[0] for line in listing.stdout.splitlines()] == [TF, TF2]
+    rows = [json.loads(line) for line in run("ls", "--json").stdout.splitlines()]
+    assert [r["name"] for r in rows] == [TF, TF2] and rows[0]["hasContent"] is True
+    status = json.loads(run("status", "--json").stdout)
+    assert status["documents"] == 2 and status["byDataSource"] == {"www.tensorflow.org": 2}
+    assert status["schemaRevision"] == "0001"
+    doctor = run("doctor")
+    assert (
+        doctor.exit_code == 0 and "quick_check ok" in doctor.stdout and "SQLite 3." in doctor.stdout
+    )
+
+
+def _write_gz(path: Path, lines: list[str]) -> None:
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.write("".join(lines))
+
+
+def test_import_is_all_or_nothing(run, tmp_path: Path):
+    good = {
+        "name": TF,
+        "uri": "https://www.tensorflow.org/hub/caching",
+        "title": "t",
+        "content": "# x\n",
+    }
+    bad_file = tmp_path / "bad.jsonl.gz"
+    _write_gz(bad_file, [json.dumps(good) + "\n", "{not json\n"])
+    result = run("import", str(bad_file))
+    assert result.exit_code == 2 and "line 2" in result.stderr
+    assert json.loads(run("status", "--json").stdout)["documents"] == 0
+
+    truncated = tmp_path / "truncated.jsonl.gz"
+    _write_gz(truncated, [json.dumps(good) + "\n"] * 50)
+    truncated.write_bytes(truncated.read_bytes()[:-30])
+    result = run("import", str(truncated))
+    assert result.exit_code == 2 and "truncated or corrupt" in result.stderr
+    assert json.loads(run("status", "--json").stdout)["documents"] == 0
+
+    ok = tmp_path / "ok.jsonl"
+    ok.write_text(json.dumps(good) + "\n")
+    assert run("import", str(ok)).exit_code == 0
+    assert run("get", "--offline", TF).stdout == "# x\n"
+
+
+def test_import_sample_and_db_commands(run):
+    assert "imported 50 documents" in run("import", "--sample").stderr
+    assert "up to date" in run("db", "status").stdout
+    assert run("db", "upgrade").exit_code == 0
+
+
+def test_mcp_transport_from_environment(run, emulator, monkeypatch):
+    monkeypatch.setenv("DK_MIRROR_TRANSPORT", "mcp")
+    assert run("get", TF).exit_code == 0
+    assert emulator.count(tool="get_documents") == 1
+    assert emulator.count("/v1/") == 0

@@ -1,0 +1,100 @@
+"""README.md is the front door: its two commands and every command it shows must stay true."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from mirror.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _section(title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", README, re.S | re.M)
+    assert match, f"README has no '## {title}' section"
+    return match.group(1)
+
+
+def _sh_blocks(text: str) -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", text, re.S)
+
+
+def test_two_commands_and_ci_agree():
+    run_block, test_block = (b.strip() for b in _sh_blocks(_section("Two commands")))
+    assert run_block == "python3 -m pip install -e . && dk-mirror demo"
+    assert test_block == "bash .ci/check"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ci.strip().splitlines()[-1] == f"exec {test_block}"
+
+
+def test_the_run_command_works_with_no_key_and_no_network(tmp_path: Path):
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DK_MIRROR", "DEVELOPER_KNOWLEDGE"))
+    }
+    env["DK_MIRROR_HOME"] = str(tmp_path / "home")
+    demo = subprocess.run(
+        [sys.executable, "-m", "mirror", "demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert demo.returncode == 0, demo.stderr
+    assert "mirrored 50 documents" in demo.stderr
+    assert "no network used" in demo.stdout
+    assert (tmp_path / "home" / "dk-mirror.sqlite3").is_file()
+    # Every "next:" suggestion the demo prints works on the store it made.
+    for line in demo.stdout.split("next:")[1].strip().splitlines():
+        args = shlex.split(line)[1:]
+        step = subprocess.run(
+            [sys.executable, "-m", "mirror", *args], env=env, capture_output=True, text=True
+        )
+        assert step.returncode == 0, (line, step.stderr)
+        assert step.stdout.strip()
+
+
+def _resolve(args: list[str]) -> tuple[click.Command, list[str]]:
+    command: click.Command = cli
+    rest = list(args)
+    while isinstance(command, click.Group) and rest and not rest[0].startswith("-"):
+        sub = command.get_command(click.Context(command), rest[0])
+        if sub is None:
+            break
+        command, rest = sub, rest[1:]
+    return command, rest
+
+
+def test_every_command_and_option_shown_exists():
+    shown = [
+        line.split("#")[0].strip()
+        for block in _sh_blocks(README)
+        for line in block.splitlines()
+        if line.strip().startswith("dk-mirror ")
+    ]
+    assert len(shown) >= 15
+    for line in shown:
+        command, rest = _resolve(shlex.split(line)[1:])
+        assert command is not cli, line
+        known = {opt for p in command.params for opt in getattr(p, "opts", [])}
+        known |= {opt for p in cli.params for opt in getattr(p, "opts", [])}
+        for word in rest:
+            if word.startswith("--"):
+                assert word in known, f"README shows {word} for `{line}`, which has no such option"
+
+
+def test_environment_variables_in_readme_are_the_ones_the_code_reads():
+    from mirror import config
+
+    documented = set(re.findall(r"`((?:DK_MIRROR|DEVELOPER_KNOWLEDGE)_[A-Z_]+)", README))
+    in_code = {v for k, v in vars(config).items() if k.startswith("ENV_")}
+    assert documented == in_code
