@@ -17,9 +17,6 @@ log = logging.getLogger("mirror.store")
 BUSY_TIMEOUT_MS = 5000
 # Execution option that marks a connection as a writer (its BEGIN takes the write lock).
 WRITE = "dk_mirror_write"
-# Execution option for a connection that runs one SELECT: SQLite's implicit per-statement
-# transaction already gives it a consistent snapshot, so BEGIN/ROLLBACK would be wasted calls.
-SINGLE_READ = "dk_mirror_single_read"
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -49,10 +46,9 @@ def _on_sqlite_begin(conn: Any) -> None:
     # Writers take the write lock up front (IMMEDIATE), so two writers queue on busy_timeout
     # rather than deadlocking when both try to upgrade a read lock. Readers issue a plain
     # (deferred) BEGIN so that several statements see one snapshot.
-    options = conn.get_execution_options()
-    if options.get(WRITE):
+    if conn.get_execution_options().get(WRITE):
         conn.exec_driver_sql("BEGIN IMMEDIATE")
-    elif not options.get(SINGLE_READ):
+    else:
         conn.exec_driver_sql("BEGIN")
 
 
