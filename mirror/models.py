@@ -134,3 +134,147 @@ class CachedDocument:
     def name(self) -> str:
         """The document's resource name."""
         return self.document.name
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentChunk:
+    """A search hit: a piece of one document, with that document's metadata (BASIC view)."""
+
+    parent: str
+    id: str | None
+    content: str
+    document: Document | None = None
+    relevance_score: float | None = None
+    # Where the hit came from in this mirror: "upstream", "recorded" or "local".
+    source: str | None = None
+
+    @classmethod
+    def from_api(cls, data: object) -> DocumentChunk:
+        """Parse one DocumentChunk object (REST: with `document`; MCP: parent/id/content only)."""
+        if not isinstance(data, dict):
+            raise ProtocolError(f"expected a DocumentChunk object, got {type(data).__name__}")
+        parent, content = data.get("parent"), data.get("content", "")
+        if not isinstance(parent, str) or not parent.startswith("documents/"):
+            raise ProtocolError(f"DocumentChunk without a valid `parent`: {str(parent)[:120]!r}")
+        if not isinstance(content, str):
+            raise ProtocolError(f"{parent}: chunk `content` is not a string")
+        chunk_id = data.get("id")
+        document = data.get("document")
+        score = data.get("relevanceScore")
+        if score is not None and not isinstance(score, int | float):
+            raise ProtocolError(f"{parent}: `relevanceScore` is not a number")
+        return cls(
+            parent=parent,
+            id=chunk_id if isinstance(chunk_id, str) else None,
+            content=content,
+            document=Document.from_api(document) if document is not None else None,
+            relevance_score=float(score) if score is not None else None,
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        """The upstream JSON object (without the mirror's `source`)."""
+        out: dict[str, Any] = {"parent": self.parent}
+        if self.id is not None:
+            out["id"] = self.id
+        out["content"] = self.content
+        if self.document is not None:
+            out["document"] = self.document.to_api()
+        if self.relevance_score is not None:
+            out["relevanceScore"] = self.relevance_score
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """One page of SearchDocumentChunks results."""
+
+    results: tuple[DocumentChunk, ...]
+    next_page_token: str | None = None
+
+    @classmethod
+    def from_api(cls, data: object) -> SearchPage:
+        """Parse a SearchDocumentChunksResponse (`results` may be absent when empty)."""
+        if not isinstance(data, dict):
+            raise ProtocolError("expected a SearchDocumentChunksResponse object")
+        results = data.get("results") or []
+        token = data.get("nextPageToken") or None
+        if not isinstance(results, list) or (token is not None and not isinstance(token, str)):
+            raise ProtocolError("SearchDocumentChunksResponse has the wrong shape")
+        return cls(tuple(DocumentChunk.from_api(r) for r in results), token)
+
+    def to_api(self) -> dict[str, Any]:
+        """The upstream JSON object; `nextPageToken` omitted on the last page, as upstream does."""
+        out: dict[str, Any] = {"results": [r.to_api() for r in self.results]}
+        if self.next_page_token:
+            out["nextPageToken"] = self.next_page_token
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A span of the answer text (UTF-8 byte offsets) and the references supporting it."""
+
+    start_index: int
+    end_index: int
+    reference_indexes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An AnswerQuery answer: text, citations (REST only) and the referenced chunks."""
+
+    answer_text: str
+    citations: tuple[Citation, ...] = ()
+    references: tuple[DocumentChunk, ...] = ()
+
+    @classmethod
+    def from_api(cls, data: object) -> Answer:
+        """Parse an AnswerQueryResponse (`{"answer": {...}}`) or a bare Answer object."""
+        if isinstance(data, dict) and isinstance(data.get("answer"), dict):
+            data = data["answer"]
+        if not isinstance(data, dict) or not isinstance(data.get("answerText", ""), str):
+            raise ProtocolError("expected an AnswerQueryResponse with `answer.answerText`")
+        citations = []
+        for c in data.get("citations") or []:
+            if not isinstance(c, dict):
+                raise ProtocolError("an answer citation is not an object")
+            sources = tuple(int(s.get("referenceIndex", 0)) for s in c.get("sources") or [])
+            # proto3 JSON omits zero values, so a missing startIndex means 0.
+            citations.append(
+                Citation(int(c.get("startIndex", 0)), int(c.get("endIndex", 0)), sources)
+            )
+        references = []
+        for r in data.get("references") or []:
+            chunk = (
+                (r.get("documentReference") or {}).get("documentChunk")
+                if isinstance(r, dict)
+                else None
+            )
+            if chunk is None:
+                raise ProtocolError("an answer reference has no documentReference.documentChunk")
+            references.append(DocumentChunk.from_api(chunk))
+        return cls(str(data.get("answerText", "")), tuple(citations), tuple(references))
+
+    def to_api(self) -> dict[str, Any]:
+        """The AnswerQueryResponse JSON upstream returns over REST."""
+        return {
+            "answer": {
+                "answerText": self.answer_text,
+                "citations": [
+                    {
+                        "startIndex": c.start_index,
+                        "endIndex": c.end_index,
+                        "sources": [{"referenceIndex": i} for i in c.reference_indexes],
+                    }
+                    for c in self.citations
+                ],
+                "references": [
+                    {"documentReference": {"documentChunk": r.to_api()}} for r in self.references
+                ],
+            }
+        }
+
+    @property
+    def reference_names(self) -> list[str]:
+        """Names of the referenced documents, first mention first, without repeats."""
+        return list(dict.fromkeys(r.parent for r in self.references))

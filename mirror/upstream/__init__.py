@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ..models import Document, View
+from ..models import Answer, Document, SearchPage, View
 
 if TYPE_CHECKING:
     import httpx
@@ -28,6 +28,21 @@ class Upstream(Protocol):
 
     def batch_get(self, names: Sequence[str], view: View = View.CONTENT) -> list[Document]:
         """Documents for at most 20 canonical names, in request order; NotFound if any is absent."""
+        ...
+
+    def search_chunks(
+        self,
+        query: str,
+        *,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        filter: str | None = None,
+    ) -> SearchPage:
+        """One page of SearchDocumentChunks (MCP: query only; paging and filter need REST)."""
+        ...
+
+    def answer_query(self, query: str, *, filter: str | None = None) -> Answer:
+        """A grounded answer (REST: with citations and chunk references; MCP: reference names)."""
         ...
 
     def close(self) -> None:
