@@ -83,7 +83,13 @@ def _checks(mirror: Any) -> list[tuple[str, str, str]]:
     settings = mirror.settings
     rows = [("ok", "dk-mirror", f"{__version__} on Python {sys.version.split()[0]}")]
     version = sqlite3.sqlite_version
-    rows.append(("ok", "sqlite", f"SQLite {version}"))
+    probe = sqlite3.connect(":memory:")
+    options = {row[0] for row in probe.execute("PRAGMA compile_options")}
+    probe.close()
+    if "ENABLE_FTS5" in options:
+        rows.append(("ok", "sqlite", f"SQLite {version} with FTS5 (offline search)"))
+    else:
+        rows.append(("warn", "sqlite", f"SQLite {version} without FTS5: no offline search"))
     try:
         store = Store.open(settings.db_url, upgrade=False)
     except SchemaError as exc:

@@ -21,11 +21,17 @@ ENV_OFFLINE = "DK_MIRROR_OFFLINE"
 ENV_API_KEY = "DEVELOPER_KNOWLEDGE_API_KEY"
 ENV_MAX_AGE = "DK_MIRROR_MAX_AGE"
 ENV_GET_RATE = "DK_MIRROR_GET_PER_MINUTE"
+ENV_SEARCH_RATE = "DK_MIRROR_SEARCH_PER_MINUTE"
+ENV_ANSWERS_PER_DAY = "DK_MIRROR_ANSWERS_PER_DAY"
 
 GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"
 TRANSPORTS = ("rest", "mcp")
 # The documented default quota for Get + BatchGet together, per project.
 DEFAULT_GET_PER_MINUTE = 100
+# The documented default quota for SearchDocumentChunks, per project (a bucket of its own).
+DEFAULT_SEARCH_PER_MINUTE = 100
+# The documented default AnswerQuery quota, per project per day.
+DEFAULT_ANSWERS_PER_DAY = 50
 DB_FILE = "dk-mirror.sqlite3"
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -54,6 +60,17 @@ def parse_flag(name: str, text: str) -> bool:
     raise ConfigError(f"{name}={text!r} is neither on nor off", hint=f"set {name}=1 or {name}=0")
 
 
+def _count(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    """A whole-number setting from the environment, refusing anything else."""
+    text = env.get(name, str(default)).strip()
+    if not text.isdigit() or int(text) < minimum:
+        raise ConfigError(
+            f"{name}={text!r} is not a whole number of at least {minimum}",
+            hint=f"unset it to use the documented default ({default})",
+        )
+    return int(text)
+
+
 def default_home() -> Path:
     """The user data directory for this platform (XDG on Linux)."""
     import platformdirs  # deferred: only needed when no DK_MIRROR_HOME/--db is given
@@ -79,6 +96,8 @@ class Settings:
     api_key: str | None = None
     max_age: float | None = None
     get_per_minute: int = DEFAULT_GET_PER_MINUTE
+    search_per_minute: int = DEFAULT_SEARCH_PER_MINUTE
+    answers_per_day: int = DEFAULT_ANSWERS_PER_DAY
 
     def __repr__(self) -> str:
         # Never let the key reach a log line or a traceback through repr().
@@ -126,12 +145,9 @@ class Settings:
             )
         is_offline = offline or parse_flag(ENV_OFFLINE, env.get(ENV_OFFLINE, ""))
         age_text = max_age if max_age is not None else env.get(ENV_MAX_AGE)
-        rate_text = env.get(ENV_GET_RATE, str(DEFAULT_GET_PER_MINUTE))
-        if not rate_text.isdigit() or int(rate_text) < 1:
-            raise ConfigError(
-                f"{ENV_GET_RATE}={rate_text!r} is not a positive whole number",
-                hint=f"unset it to use the documented quota ({DEFAULT_GET_PER_MINUTE}/min)",
-            )
+        get_rate = _count(env, ENV_GET_RATE, DEFAULT_GET_PER_MINUTE, minimum=1)
+        search_rate = _count(env, ENV_SEARCH_RATE, DEFAULT_SEARCH_PER_MINUTE, minimum=1)
+        answers = _count(env, ENV_ANSWERS_PER_DAY, DEFAULT_ANSWERS_PER_DAY, minimum=0)
         return cls(
             db_url=db_url,
             upstream=base,
@@ -139,5 +155,7 @@ class Settings:
             offline=bool(is_offline),
             api_key=env.get(ENV_API_KEY) or None,
             max_age=parse_duration(age_text) if age_text else None,
-            get_per_minute=int(rate_text),
+            get_per_minute=get_rate,
+            search_per_minute=search_rate,
+            answers_per_day=answers,
         )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import StrEnum
 
 from .models import CachedDocument
+from .timestamps import instant_key
 
 
 class Freshness(StrEnum):
@@ -16,18 +16,11 @@ class Freshness(StrEnum):
     MISSING = "missing"  # no content cached: must fetch
 
 
-def _instant(rfc3339: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(rfc3339)
-    except ValueError:
-        return None
-
-
 def newer(candidate: str | None, than: str | None) -> bool:
     """True when RFC 3339 time `candidate` is later than `than` (unknown never counts as newer)."""
     if not candidate or not than:
         return False
-    a, b = _instant(candidate), _instant(than)
+    a, b = instant_key(candidate), instant_key(than)
     return a is not None and b is not None and a > b
 
 

@@ -19,6 +19,8 @@ from .store import Stats, Store, Summary
 if TYPE_CHECKING:
     import httpx
 
+    from .answering import AnswerResult
+    from .searching import SearchResult
     from .upstream import Upstream
     from .upstream.retry import RetryPolicy
 
@@ -277,6 +279,34 @@ class Mirror:
         from .records import read_sample
 
         return self.store.put(read_sample(), fetched_at=self.clock(), upstream="sample")
+
+    # -- search and answers ------------------------------------------------------------------
+
+    def search_documents(
+        self,
+        query: str,
+        *,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        filter: str | None = None,
+        offline: bool | None = None,
+        fetch: bool = False,
+    ) -> SearchResult:
+        """One page of chunks: upstream (recorded) online, else a recording or the local index."""
+        from . import searching
+
+        request = searching.make_request(query, page_size, page_token, filter)
+        offline = self.settings.offline if offline is None else offline
+        return searching.search(self, request, offline=offline, fetch=fetch)
+
+    def answer_query(
+        self, query: str, *, filter: str | None = None, offline: bool | None = None
+    ) -> AnswerResult:
+        """A grounded answer: upstream under the daily quota, else recorded or extractive."""
+        from . import answering
+
+        offline = self.settings.offline if offline is None else offline
+        return answering.answer(self, query, filter_text=filter, offline=offline)
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None

@@ -25,6 +25,8 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "DK_MIRROR_OFFLINE",
         "DK_MIRROR_MAX_AGE",
         "DK_MIRROR_GET_PER_MINUTE",
+        "DK_MIRROR_SEARCH_PER_MINUTE",
+        "DK_MIRROR_ANSWERS_PER_DAY",
         "DEVELOPER_KNOWLEDGE_API_KEY",
     ):
         monkeypatch.delenv(var, raising=False)

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from mirror.cli import cli
+from mirror.store.schema import SCHEMA_REVISION
 
 TF = "documents/www.tensorflow.org/hub/caching"
 TF2 = "documents/www.tensorflow.org/hub/installation"
@@ -88,7 +89,7 @@ def test_ls_status_doctor(run):
     assert [r["name"] for r in rows] == [TF, TF2] and rows[0]["hasContent"] is True
     status = json.loads(run("status", "--json").stdout)
     assert status["documents"] == 2 and status["byDataSource"] == {"www.tensorflow.org": 2}
-    assert status["schemaRevision"] == "0001"
+    assert status["schemaRevision"] == SCHEMA_REVISION
     doctor = run("doctor")
     assert (
         doctor.exit_code == 0 and "quick_check ok" in doctor.stdout and "SQLite 3." in doctor.stdout

@@ -9,23 +9,54 @@ from pathlib import Path
 from sqlalchemy import MetaData, create_engine, inspect
 
 from mirror.store import Store
-from mirror.store.migrate import known_revisions
-from mirror.store.schema import SCHEMA_REVISION, metadata
+from mirror.store import engine as engines
+from mirror.store.migrate import known_revisions, upgrade
+from mirror.store.schema import SCHEMA_REVISION, documents, metadata
 
 
-def _shape(url: str) -> dict[str, list[tuple[str, str, bool, bool]]]:
+def _shape(url: str) -> dict[str, list[object]]:
     engine = create_engine(url)
     try:
         reflected = MetaData()
         reflected.reflect(engine)
         insp = inspect(engine)
-        out = {}
+        out: dict[str, list[object]] = {}
         for table in reflected.sorted_tables:
             pk = set(insp.get_pk_constraint(table.name)["constrained_columns"])
             out[table.name] = [
                 (c.name, str(c.type), bool(c.nullable), c.name in pk) for c in table.columns
             ]
+            indexes = [
+                (i["name"], tuple(i["column_names"]), bool(i["unique"]))
+                for i in insp.get_indexes(table.name)
+            ]
+            uniques = [
+                (u["name"], tuple(u["column_names"]))
+                for u in insp.get_unique_constraints(table.name)
+            ]
+            foreign = [
+                (f["name"], tuple(f["constrained_columns"]), f["referred_table"],
+                 tuple(f["referred_columns"]), f["options"].get("ondelete"))
+                for f in insp.get_foreign_keys(table.name)
+            ]  # fmt: skip
+            # repr: unnamed constraints reflect with name None, which does not sort with str.
+            out[table.name] += sorted([*indexes, *uniques, *foreign], key=repr)
         return out
+    finally:
+        engine.dispose()
+
+
+def _sqlite_objects(url: str) -> dict[str, str]:
+    """SQL of what reflection cannot compare: FTS5 virtual tables (their tokenizer) and
+    triggers. Their shadow tables (chunks_fts_data, ...) are compared by `_shape`."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+                "OR (type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%')"
+            ).all()
+        return {name: " ".join(sql.split()) for name, sql in rows}
     finally:
         engine.dispose()
 
@@ -44,6 +75,36 @@ def test_blank_database_migrates_to_the_code_schema(tmp_path: Path) -> None:
     got = _shape(migrated)
     assert got.pop("alembic_version")
     assert got == _shape(direct)
+    objects = _sqlite_objects(migrated)
+    assert set(objects) == {"chunks_fts", "chunks_fts_delete"}
+    assert objects == _sqlite_objects(direct)
+
+
+def test_search_index_migration_backfills_stored_documents(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    store = Store(engines.create(url))
+    upgrade(store.engine, "0001")
+    with store.engine.begin() as conn:
+        conn.execute(
+            documents.insert(),
+            [
+                {"name": "documents/a.example/x", "title": "Walrus care", "content":
+                 "# Walrus care\n\nFeed the walrus fish.", "fetched_at": 0.0, "upstream": "t"},
+                {"name": "documents/a.example/y", "title": "Metadata only", "content": None,
+                 "fetched_at": 0.0, "upstream": "t"},
+            ],
+        )  # fmt: skip
+    store.close()
+    store = Store.open(url)
+    try:
+        assert store.revision() == SCHEMA_REVISION
+        assert [h.name for h in store.search_local("walrus fish")] == ["documents/a.example/x"]
+        assert (
+            store.chunk_text("documents/a.example/x", "c0")
+            == "# Walrus care\n\nFeed the walrus fish."
+        )
+    finally:
+        store.close()
 
 
 def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from mirror.store.schema import SCHEMA_REVISION
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -69,7 +71,7 @@ def test_wheel_carries_migrations_and_sample_and_they_work(tmp_path: Path) -> No
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(str(target))
-    assert "revision 0001" in run.stderr
+    assert f"revision {SCHEMA_REVISION}" in run.stderr
     imported = subprocess.run(
         [sys.executable, "-m", "mirror", "--db", str(db), "import", "--sample"],
         env=env,

@@ -18,6 +18,9 @@ from sqlalchemy.exc import DBAPIError
 from ..errors import SchemaError, StoreError
 from ..models import CachedDocument, Document, content_sha256
 from . import engine as engines
+from . import index
+from .index import LocalHit
+from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
@@ -141,6 +144,7 @@ class Store:
         # On SQLite, lookups of up to 20 names run the Core statement's compiled SQL straight
         # on the held DBAPI connection: SQLAlchemy's per-execution bookkeeping otherwise costs
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
+        self.recordings = Recordings(engine, self._writer)
         self._fast_sql: list[str] | None = None
         if engine.dialect.name == "sqlite":
             self._fast_sql = [str(stmt.compile(dialect=engine.dialect)) for stmt in _BY_COUNT]
@@ -214,12 +218,41 @@ class Store:
 
     def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
         """Write documents (full content) in one transaction; returns how many."""
+        docs = list(docs)
         rows = [_row(doc, fetched_at, upstream) for doc in docs]
         if not rows:
             return 0
         with self._writer() as conn, conn.begin():
             conn.execute(self._upsert, rows)
+            # Same transaction: documents and their search index commit or roll back together.
+            # Every name is reindexed: a copy without content must drop its old chunks.
+            index.reindex(conn, docs)
         return len(rows)
+
+    def search_local(
+        self, query: str, *, limit: int = 5, offset: int = 0, where: Any = None
+    ) -> list[LocalHit]:
+        """Best-matching chunks in the local index (`where`: a clause over documents)."""
+        if not self.has_search_index():
+            return []
+        conn = self._reader()
+        with conn.begin():  # one snapshot for the ranking and text lookups
+            return index.search(conn, query, limit=limit, offset=offset, where=where)
+
+    def chunk_text(self, name: str, chunk_id: str) -> str | None:
+        """The text of one indexed chunk, or None."""
+        if not self.has_search_index():
+            return None
+        with self.engine.connect() as conn:
+            return index.chunk_text(conn, name, chunk_id)
+
+    def has_search_index(self) -> bool:
+        """Whether local full-text search is available (SQLite with the index built)."""
+        found: bool | None = getattr(self, "_has_index", None)
+        if found is None:
+            with self.engine.connect() as conn:
+                found = self._has_index = index.available(conn)
+        return found
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None
@@ -244,6 +277,12 @@ class Store:
         with self.engine.connect() as conn:
             for row in conn.execute(query):
                 yield Summary(*row)
+
+    def filter_clause(self, node: Any) -> Any:
+        """A parsed upstream filter (mirror.filters) as a WHERE clause over `documents`."""
+        from .filter_sql import to_sql
+
+        return to_sql(node, documents)
 
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Column, Float, Integer, MetaData, String, Table, Text
 
 # The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0003"
 
 metadata = MetaData()
 

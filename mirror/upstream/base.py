@@ -8,15 +8,21 @@ from typing import TypeVar
 
 import httpx
 
+from ..config import DEFAULT_SEARCH_PER_MINUTE
 from ..errors import InvalidInput, ProtocolError
 from ..models import Document
 from . import MAX_BATCH
 from .pacing import Pacer
-from .retry import RetryPolicy, call_with_retry
+from .retry import GET_QUOTA, Quota, RetryPolicy, call_with_retry
 
 log = logging.getLogger("mirror.upstream")
 
 T = TypeVar("T")
+
+# Longest query or filter upstream accepts (characters); longer ones are INVALID_ARGUMENT.
+MAX_TEXT = 500
+# Largest SearchDocumentChunks page; upstream coerces larger requests to it.
+MAX_PAGE_SIZE = 100
 
 # Connecting should be quick; a large batch of documents may take a while to arrive.
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
@@ -36,13 +42,21 @@ class HttpUpstream:
         retry: RetryPolicy | None = None,
         *,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        search_pacer: Pacer | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.label = f"{self.kind} {self.base_url}"
         self._key = api_key
         self._client = client
-        self._pacer = pacer
         self._retry = retry or RetryPolicy()
+        # One pacer per quota bucket: Search has a per-minute quota of its own, apart from
+        # Get + BatchGet, so a crawl's fetches never hold up a search or the reverse. The
+        # default shares the policy's clock and sleep, as the factory's pacers do.
+        self._pacers = {
+            "get": pacer,
+            "search": search_pacer
+            or Pacer(DEFAULT_SEARCH_PER_MINUTE, clock=self._retry.clock, sleep=self._retry.sleep),
+        }
         self._timeout = timeout
 
     def __repr__(self) -> str:
@@ -68,16 +82,17 @@ class HttpUpstream:
             connect=cap(t.connect), read=cap(t.read), write=cap(t.write), pool=cap(t.pool)
         )
 
-    def _paced_retry(self, what: str, attempt: Callable[[float], T]) -> T:
+    def _paced_retry(self, what: str, attempt: Callable[[float], T], quota: Quota = GET_QUOTA) -> T:
         """Run `attempt` under the retry policy, pacing every try (each one spends quota)."""
+        pacer = self._pacers[quota.bucket] if quota.bucket else None
 
         def paced(seconds_left: float) -> T:
-            waited = self._pacer.acquire()
+            waited = pacer.acquire() if pacer else 0.0
             if waited:
                 log.debug("%s: paced %.2f s to stay under the quota", what, waited)
             return attempt(max(seconds_left - waited, 0.001))
 
-        return call_with_retry(self._retry, what, paced)
+        return call_with_retry(self._retry, what, paced, quota)
 
 
 def parse_document(data: object, what: str) -> Document:
@@ -112,3 +127,52 @@ def batch_of(names: Sequence[str]) -> list[str]:
             hint="use mirror.upstream.batching.iter_fetch to split any number of names",
         )
     return wanted
+
+
+def check_query(query: str) -> str:
+    """`query` if upstream would take it; InvalidInput (before any request) if it would not."""
+    if not query.strip():
+        raise InvalidInput(
+            "the query is empty, and upstream refuses an empty query (INVALID_ARGUMENT)",
+            hint="give a few words to search for",
+        )
+    if len(query) > MAX_TEXT:
+        raise InvalidInput(
+            f"the query is {len(query)} characters; upstream refuses more than {MAX_TEXT} "
+            "(INVALID_ARGUMENT)",
+            hint=f"shorten the query to at most {MAX_TEXT} characters: a few keywords work best",
+        )
+    return query
+
+
+def check_filter(filter: str | None) -> str | None:
+    """`filter` if present and not too long (upstream: INVALID_ARGUMENT); None if empty."""
+    # proto3 does not tell an empty string from an absent one: both mean "no filter".
+    if not filter:
+        return None
+    if len(filter) > MAX_TEXT:
+        raise InvalidInput(
+            f"the filter is {len(filter)} characters; upstream refuses more than {MAX_TEXT} "
+            "(INVALID_ARGUMENT)",
+            hint="shorten the filter, e.g. by dropping clauses and narrowing the results locally",
+        )
+    return filter
+
+
+def page_size_of(page_size: int | None) -> int | None:
+    """The pageSize to send: None if not given, larger values cut to 100 as upstream does."""
+    if page_size is None:
+        return None
+    if page_size < 1:
+        raise InvalidInput(
+            f"page size {page_size} is not allowed",
+            hint=f"give a page size from 1 to {MAX_PAGE_SIZE}",
+        )
+    # Upstream coerces larger values to the maximum; doing it here keeps the URL honest.
+    return min(page_size, MAX_PAGE_SIZE)
+
+
+def quoted(query: str, limit: int = 60) -> str:
+    """`query` quoted for a message and cut short: a message names the request, not repeats it."""
+    text = " ".join(query.split())
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")

@@ -37,8 +37,11 @@ def build(
         # A redirect would resend the key header to wherever it points; refuse to follow.
         follow_redirects=False,
     )
-    # The pacer shares the policy's clock and sleep, so a test that patches waits away
-    # never sleeps in the pacer either.
+    # The pacers share the policy's clock and sleep, so a test that patches waits away
+    # never sleeps in a pacer either. Search has a quota of its own, so a pacer of its own.
     pacer = Pacer(settings.get_per_minute, clock=policy.clock, sleep=policy.sleep)
+    search_pacer = Pacer(settings.search_per_minute, clock=policy.clock, sleep=policy.sleep)
     cls = McpUpstream if settings.transport == "mcp" else RestUpstream
-    return cls(settings.upstream, settings.api_key, client, pacer, policy)
+    return cls(
+        settings.upstream, settings.api_key, client, pacer, policy, search_pacer=search_pacer
+    )

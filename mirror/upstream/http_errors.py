@@ -34,6 +34,13 @@ KEY_TARGET_HINT = (
     f"allow the key to call the API: gcloud services api-keys update KEY_NAME "
     f"--api-target=service={SERVICE}"
 )
+BATCH_INVALID_HINT = "names must be at most 500 characters and at most 20 per batch"
+QUERY_INVALID_HINT = (
+    "the query and the filter must each be at most 500 characters; a filter compares "
+    "data_source, uri, update_time or content_length_bytes with double-quoted values, "
+    'e.g. data_source = "web.dev" AND update_time >= "2026-01-01T00:00:00Z"; a page token '
+    "works only with the query and filter of the search that gave it"
+)
 KEY_HINT = (
     "check DEVELOPER_KNOWLEDGE_API_KEY (create a key with `gcloud services api-keys create`), "
     "or work from the local store with --offline"
@@ -186,12 +193,9 @@ def to_error(detail: ErrorDetail, *, what: str, names: Sequence[str] = ()) -> Up
     if status == 400 and ("API_KEY_INVALID" in detail.reasons or "api key not valid" in lowered):
         return AuthError(head, status=status, code=code, hint=KEY_HINT)
     if status == 400:
-        return BadRequest(
-            head,
-            status=status,
-            code=code,
-            hint="names must be at most 500 characters and at most 20 per batch",
-        )
+        # Only Get and BatchGet send names; search and answer send a query and a filter.
+        hint = BATCH_INVALID_HINT if names else QUERY_INVALID_HINT
+        return BadRequest(head, status=status, code=code, hint=hint)
     if status == 401:
         return AuthError(head, status=status, code=code, hint=KEY_HINT)
     if status == 403:

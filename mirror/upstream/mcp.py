@@ -1,4 +1,4 @@
-"""The MCP client: the `get_documents` tool over streamable HTTP, hand-written JSON-RPC 2.0."""
+"""The MCP client: the upstream's tools over streamable HTTP, hand-written JSON-RPC 2.0."""
 
 from __future__ import annotations
 
@@ -15,15 +15,25 @@ import httpx
 
 from .. import __version__
 from ..errors import ProtocolError
-from ..models import Document, View, data_source_of
-from .base import HttpUpstream, batch_of, check_order, parse_document
+from ..models import Answer, Document, SearchPage, View, data_source_of
+from . import mcp_tools
+from .base import (
+    HttpUpstream,
+    batch_of,
+    check_order,
+    check_query,
+    page_size_of,
+    parse_document,
+    quoted,
+)
 from .http_errors import ErrorDetail, fail, parse_error_body, parse_error_text, raise_for_response
+from .mcp_tools import ANSWER_TOOL, GET_TOOL, SEARCH_TOOL
+from .retry import ANSWER_QUOTA, GET_QUOTA, SEARCH_QUOTA, Quota
 
 log = logging.getLogger("mirror.upstream")
 
 # Offered at initialize; the server answers with the version it will speak.
 PROTOCOL_VERSION = "2025-06-18"
-GET_TOOL = "get_documents"
 _ACCEPT = "application/json, text/event-stream"
 # JSON-RPC codes that mean "you sent a bad request" rather than "the server broke".
 _JSONRPC_BAD_REQUEST = (-32600, -32602)
@@ -64,6 +74,29 @@ class McpUpstream(HttpUpstream):
         """One document by canonical name; NotFound if upstream has none."""
         return self.batch_get([name], view)[0]
 
+    def search_chunks(
+        self,
+        query: str,
+        *,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        filter: str | None = None,
+    ) -> SearchPage:
+        """The search_documents hits (query only; at most `page_size`, cut client-side)."""
+        query, size = check_query(query), page_size_of(page_size)
+        mcp_tools.refuse_rest_only(SEARCH_TOOL, page_token=page_token, filter=filter)
+        what = f"{SEARCH_TOOL} for {quoted(query)} from {self.label}"
+        payload = self._call_tool(SEARCH_TOOL, {"query": query}, what=what, quota=SEARCH_QUOTA)
+        return mcp_tools.search_page(payload, size, what)
+
+    def answer_query(self, query: str, *, filter: str | None = None) -> Answer:
+        """A grounded answer with the names of the documents it used (MCP has no citations)."""
+        query = check_query(query)
+        mcp_tools.refuse_rest_only(ANSWER_TOOL, filter=filter)
+        what = f"{ANSWER_TOOL} for {quoted(query)} from {self.label}"
+        payload = self._call_tool(ANSWER_TOOL, {"query": query}, what=what, quota=ANSWER_QUOTA)
+        return mcp_tools.answer(payload, what)
+
     def close(self) -> None:
         """End the session, if the server gave us one, and release connections."""
         if self._session_id is not None:
@@ -78,7 +111,13 @@ class McpUpstream(HttpUpstream):
         super().close()
 
     def _call_tool(
-        self, tool: str, arguments: dict[str, Any], *, what: str, names: Sequence[str]
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        what: str,
+        names: Sequence[str] = (),
+        quota: Quota = GET_QUOTA,
     ) -> dict[str, Any]:
         params = {"name": tool, "arguments": arguments}
 
@@ -88,7 +127,7 @@ class McpUpstream(HttpUpstream):
             )
             return _tool_payload(message, what=what, names=names, key=self._key)
 
-        return self._paced_retry(what, attempt)
+        return self._paced_retry(what, attempt, quota)
 
     def _exchange(
         self,
@@ -170,9 +209,11 @@ class McpUpstream(HttpUpstream):
                 if rid is not None and response.is_success:
                     message = _from_json(response.text, rid, self.endpoint)
         names = params.get("arguments", {}).get("names") if params else None
+        tool = params.get("name") if params and method == "tools/call" else None
         log.debug(
-            "POST mcp %s names=%s -> %d in %.3f s",
+            "POST mcp %s%s names=%s -> %d in %.3f s",
             method,
+            f" {tool}" if tool else "",
             len(names) if isinstance(names, list) else "-",
             response.status_code,
             time.monotonic() - started,

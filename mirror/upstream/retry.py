@@ -13,7 +13,13 @@ from typing import TypeVar
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
-from ..config import DEFAULT_GET_PER_MINUTE, ENV_GET_RATE
+from ..config import (
+    DEFAULT_ANSWERS_PER_DAY,
+    DEFAULT_GET_PER_MINUTE,
+    DEFAULT_SEARCH_PER_MINUTE,
+    ENV_GET_RATE,
+    ENV_SEARCH_RATE,
+)
 from ..errors import QuotaExceeded, Unavailable, UpstreamError
 
 log = logging.getLogger("mirror.upstream")
@@ -37,6 +43,16 @@ QUOTA_HINT = (
     f"per project; wait a minute and retry, or set {ENV_GET_RATE} to your project's quota "
     "(or lower) so the mirror paces itself under it"
 )
+SEARCH_QUOTA_HINT = (
+    f"the documented quota for SearchDocumentChunks is {DEFAULT_SEARCH_PER_MINUTE} calls/min "
+    f"per project; wait a minute and retry, or set {ENV_SEARCH_RATE} to your project's quota "
+    "(or lower) so the mirror paces itself under it"
+)
+ANSWER_QUOTA_HINT = (
+    f"the documented AnswerQuery quota is {DEFAULT_ANSWERS_PER_DAY} calls/day per project, so waiting "
+    "will not help today; use `dk-mirror search` instead (search has its own quota of "
+    f"{DEFAULT_SEARCH_PER_MINUTE} calls/min)"
+)
 UNAVAILABLE_HINT = (
     "upstream is down, overloaded or unreachable; try again later, or read what is already "
     "mirrored with --offline"
@@ -59,6 +75,23 @@ class RetryPolicy:
     jitter: float = 1.0
     sleep: Callable[[float], None] = _sleep
     clock: Callable[[], float] = time.monotonic
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """The upstream quota a call draws on: its pacing bucket, the 429 hint, whether to wait."""
+
+    bucket: str | None  # the client-side pacer that spaces these calls; None: not paced
+    hint: str
+    # False when the quota cannot refill within any retry deadline (a per-day quota):
+    # retrying a 429 would only burn the deadline, so it is reported at once.
+    wait_for_refill: bool = True
+
+
+GET_QUOTA = Quota("get", QUOTA_HINT)
+SEARCH_QUOTA = Quota("search", SEARCH_QUOTA_HINT)
+# Pacing 50/day would mean sleeping for hours; a refused call is reported instead.
+ANSWER_QUOTA = Quota(None, ANSWER_QUOTA_HINT, wait_for_refill=False)
 
 
 class Transient(Exception):
@@ -99,9 +132,21 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (Transient, *_TRANSIENT_TRANSPORT))
 
 
-def call_with_retry(policy: RetryPolicy, what: str, attempt: Callable[[float], T]) -> T:
+def _is_quota(exc: BaseException) -> bool:
+    return isinstance(exc, Transient) and isinstance(exc.error, QuotaExceeded)
+
+
+def call_with_retry(
+    policy: RetryPolicy,
+    what: str,
+    attempt: Callable[[float], T],
+    quota: Quota = GET_QUOTA,
+) -> T:
     """Run `attempt(seconds_left)` until it succeeds, fails for good, or the policy gives up."""
     start = policy.clock()
+
+    def worth_retrying(exc: BaseException) -> bool:
+        return is_transient(exc) and (quota.wait_for_refill or not _is_quota(exc))
 
     def elapsed() -> float:
         return policy.clock() - start
@@ -135,18 +180,22 @@ def call_with_retry(policy: RetryPolicy, what: str, attempt: Callable[[float], T
 
     def give_up(state: RetryCallState) -> T:
         exc = state.outcome.exception() if state.outcome else None
-        raise _gave_up(policy, what, state, elapsed(), exc) from exc
+        raise _gave_up(policy, what, state, elapsed(), exc, quota) from exc
 
     retrying = Retrying(
         sleep=policy.sleep,
         stop=stop,
         wait=wait,
-        retry=retry_if_exception(is_transient),
+        retry=retry_if_exception(worth_retrying),
         before_sleep=before_sleep,
         retry_error_callback=give_up,
     )
     try:
         return retrying(one)
+    except Transient as exc:
+        # Only a quota error not worth waiting for gets here: report it on the first refusal.
+        err = exc.error
+        raise QuotaExceeded(err.message, status=err.status, code=err.code, hint=quota.hint) from exc
     except httpx.HTTPError as exc:
         # Not transient (e.g. an unsupported URL scheme): still report it in our own tree.
         raise Unavailable(f"{what}: {_reason(exc)}", hint=UNAVAILABLE_HINT) from exc
@@ -169,6 +218,7 @@ def _gave_up(
     state: RetryCallState,
     elapsed: float,
     exc: BaseException | None,
+    quota: Quota,
 ) -> UpstreamError:
     attempts = state.attempt_number
     if attempts >= policy.max_attempts:
@@ -185,6 +235,6 @@ def _gave_up(
     if isinstance(exc, Transient):
         err = exc.error
         if isinstance(err, QuotaExceeded):
-            return QuotaExceeded(message, status=err.status, code=err.code, hint=QUOTA_HINT)
+            return QuotaExceeded(message, status=err.status, code=err.code, hint=quota.hint)
         return Unavailable(message, status=err.status, code=err.code, hint=UNAVAILABLE_HINT)
     return Unavailable(message, hint=UNAVAILABLE_HINT)

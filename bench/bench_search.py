@@ -1,0 +1,216 @@
+"""Local search: index build rate, and query latency of Store.search_local vs a bare FTS5 query.
+
+Usage: python -m bench.bench_search [--docs 50000] [--queries 300] [--dir PATH]
+1. Build rate (documents/s) for the shared corpus (English Chrome + TensorFlow), next to the
+   same import with indexing switched off, then for N synthetic documents generated
+   deterministically from the corpus' own vocabulary (headings, paragraphs, code; ~5 KB median).
+2. At that size, p50/p99 of `Store.search_local(q, limit=5)` for 1-, 2- and 3-word queries,
+   next to `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts)
+   LIMIT 5` on the same index with the same MATCH expression, and their ratio.
+Targets (search issue): p99 <= 30 ms for 1-3 word queries; overhead <= 1.5x the bare query.
+Disk: about 1.5 GB at 50,000 documents, in a temporary folder removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import re
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from bench.common import corpus_dir, ms, pct
+from mirror.models import Document
+from mirror.records import read_documents
+from mirror.store import Store, index
+
+BATCH = 500
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
+BARE = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts) LIMIT 5"
+
+
+def corpus() -> list[Document]:
+    """The English Chrome and TensorFlow corpus files as Documents."""
+    folder = corpus_dir()
+    names = ("developer.chrome.com-en.jsonl.gz", "tensorflow.org.jsonl.gz")
+    return [doc for name in names for doc in read_documents(folder / name)]
+
+
+def build(url: str, docs: Iterator[Document] | list[Document], *, indexed: bool = True) -> float:
+    """Seconds to put `docs` in batches of BATCH into a new store (generation not counted)."""
+    store = Store.open(url)
+    real = index.reindex
+    if not indexed:
+        index.reindex = lambda conn, docs: 0  # type: ignore[assignment]
+    total = 0.0
+    try:
+        batch: list[Document] = []
+        for doc in [*docs, None]:
+            if doc is not None:
+                batch.append(doc)
+            if batch and (doc is None or len(batch) == BATCH):
+                start = time.perf_counter()
+                store.put(batch, fetched_at=0.0, upstream="bench")
+                total += time.perf_counter() - start
+                batch = []
+    finally:
+        index.reindex = real
+        store.close()
+    return total
+
+
+class Synthetic:
+    """Deterministic Markdown documents drawn from the corpus' word frequencies."""
+
+    def __init__(self, docs: list[Document], seed: int = 7) -> None:
+        counts = collections.Counter(
+            w for d in docs for w in _WORD.findall(d.content or "") if len(w) < 20
+        )
+        self.words = [w for w, _ in counts.most_common(30_000)]
+        weights = [c for _, c in counts.most_common(30_000)]
+        self.cum = list(_accumulate(weights))
+        code = [
+            line
+            for d in docs
+            for block in re.findall(r"```[a-z]*\n(.*?)```", d.content or "", re.S)
+            for line in block.splitlines()
+            if line.strip()
+        ]
+        self.code = code[:50_000]
+        self.seed = seed
+
+    def _sentence(self, rng: random.Random, n: int) -> str:
+        words = rng.choices(self.words, cum_weights=self.cum, k=n)
+        return words[0].capitalize() + " " + " ".join(words[1:]) + "."
+
+    def document(self, i: int) -> Document:
+        """Document number i (the same every run)."""
+        rng = random.Random(self.seed * 1_000_003 + i)
+        title = self._sentence(rng, rng.randint(3, 8))[:-1]
+        # Log-normal sizes: median ~5 KB, a long tail of big reference pages.
+        target = int(min(80_000, max(300, rng.lognormvariate(8.5, 0.7))))
+        parts = [f"# {title}", self._paragraph(rng)]
+        size = sum(map(len, parts))
+        while size < target:
+            depth = rng.choice((2, 2, 3, 3, 4))
+            section = ["#" * depth + " " + self._sentence(rng, rng.randint(2, 6))[:-1]]
+            for _ in range(rng.randint(1, 4)):
+                section.append(self._paragraph(rng))
+            if rng.random() < 0.35:
+                start = rng.randrange(max(1, len(self.code) - 30))
+                lines = self.code[start : start + rng.randint(3, 25)]
+                section.append("```js\n" + "\n".join(lines) + "\n```")
+            parts.extend(section)
+            size += sum(map(len, section))
+        name = f"documents/bench.example/{i // 1000}/page-{i}"
+        return Document(
+            name=name,
+            uri="https://" + name.removeprefix("documents/"),
+            content="\n\n".join(parts) + "\n",
+            description=self._sentence(rng, rng.randint(8, 20)),
+            data_source="bench.example",
+            title=title,
+        )
+
+    def _paragraph(self, rng: random.Random) -> str:
+        return " ".join(self._sentence(rng, rng.randint(6, 24)) for _ in range(rng.randint(1, 6)))
+
+    def queries(self, count: int, words: int, docs: int) -> list[str]:
+        """Queries of `words` words: 1 word drawn by frequency, longer ones as consecutive
+        words of a generated document (so, like a user's phrase, they co-occur)."""
+        rng = random.Random(1000 + words)
+        out: list[str] = []
+        while len(out) < count:
+            if words == 1:
+                word = rng.choices(self.words, cum_weights=self.cum)[0]
+                if word.lower() not in index.STOPWORDS:
+                    out.append(word)
+                continue
+            text = self.document(rng.randrange(docs)).content or ""
+            candidates = [w for w in _WORD.findall(text) if w.lower() not in index.STOPWORDS]
+            if len(candidates) > words:
+                start = rng.randrange(len(candidates) - words)
+                out.append(" ".join(candidates[start : start + words]))
+        return out
+
+
+def _accumulate(values: list[int]) -> Iterator[int]:
+    total = 0
+    for v in values:
+        total += v
+        yield total
+
+
+def latency(store: Store, db: Path, queries: list[str]) -> tuple[list[float], list[float]]:
+    """Seconds per query for search_local and for the bare FTS statement, interleaved."""
+    raw = sqlite3.connect(db)
+    matches = [index.match_expression(index.query_terms(q), "AND") for q in queries]
+    ours: list[float] = []
+    bare: list[float] = []
+    for query, match in zip(queries[:20], matches[:20], strict=True):  # warm caches
+        store.search_local(query)
+        raw.execute(BARE, (match,)).fetchall()
+    for query, match in zip(queries, matches, strict=True):
+        ours.append(_time(lambda q=query: store.search_local(q, limit=5)))
+        bare.append(_time(lambda m=match: raw.execute(BARE, (m,)).fetchall()))
+    raw.close()
+    return ours, bare
+
+
+def _time(func: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    """Build both indexes, then time the queries."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=50_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--dir", type=Path, default=None, help="where the temporary stores go")
+    args = parser.parse_args()
+    real = corpus()
+    megabytes = sum(len((d.content or "").encode()) for d in real) / 1e6
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        plain = build(f"sqlite:///{tmp}/plain.sqlite3", real, indexed=False)
+        indexed = build(f"sqlite:///{tmp}/corpus.sqlite3", real)
+        print(
+            f"corpus build: {len(real):,} docs ({megabytes:.1f} MB) "
+            f"{len(real) / indexed:,.0f} docs/s indexed, {len(real) / plain:,.0f} docs/s "
+            f"without the index (indexing costs {indexed / plain:.1f}x)"
+        )
+        synthetic = Synthetic(real)
+        db = Path(tmp) / "synthetic.sqlite3"
+        sizes = [len((synthetic.document(i).content or "").encode()) for i in range(200)]
+        started = time.perf_counter()
+        seconds = build(f"sqlite:///{db}", (synthetic.document(i) for i in range(args.docs)))
+        print(
+            f"synthetic build: {args.docs:,} docs (median {statistics.median(sizes) / 1000:.1f}"
+            f" KB) {args.docs / seconds:,.0f} docs/s indexed "
+            f"({time.perf_counter() - started:.0f} s with generation); "
+            f"store file {db.stat().st_size / 1e9:.2f} GB"
+        )
+        store = Store.open(f"sqlite:///{db}")
+        with sqlite3.connect(db) as conn:
+            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        print(f"{chunks:,} chunks; {args.queries} queries per size; limit 5")
+        for words in (1, 2, 3):
+            queries = synthetic.queries(args.queries, words, args.docs)
+            ours, bare = latency(store, db, queries)
+            for label, q in (("p50", 50), ("p99", 99)):
+                o, b = pct(ours, q), pct(bare, q)
+                print(
+                    f"{words}-word {label}: search_local {ms(o)}  bare FTS {ms(b)}  "
+                    f"ratio {o / b:.2f}x (targets: p99 <= 30 ms, <= 1.5x)"
+                )
+        store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""Answer use case: upstream AnswerQuery under a local daily quota, recorded for offline replay."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from typing import TYPE_CHECKING
+
+from . import extractive, filters
+from .errors import InvalidInput, QuotaExceeded, UpstreamError
+from .models import Answer
+
+if TYPE_CHECKING:
+    from .service import Mirror
+    from .store.recordings import RecordedAnswer
+
+QUOTA_BUCKET = "answerQuery"
+# How many local hits an extractive answer may quote from.
+EXTRACT_FROM = 8
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerResult:
+    """An answer and where it came from: "upstream", "recorded" or "extractive"."""
+
+    answer: Answer
+    source: str
+    stale_names: list[str] = field(default_factory=list)
+    recorded_at: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    quota_used: int | None = None
+    quota_limit: int | None = None
+
+    @property
+    def stale(self) -> bool:
+        """True when a cited document changed since the answer was recorded."""
+        return bool(self.stale_names)
+
+    def to_api(self) -> dict[str, object]:
+        """The AnswerQueryResponse JSON."""
+        return self.answer.to_api()
+
+
+def _pacific() -> tzinfo:
+    # Google's daily quotas reset at midnight Pacific time.
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo("America/Los_Angeles")
+    except Exception:  # no tz database on this machine: standard time is close enough
+        return timezone(timedelta(hours=-8))
+
+
+def quota_day(now: float) -> str:
+    """The quota period (a Pacific-time date) that the instant `now` falls in."""
+    return datetime.fromtimestamp(now, UTC).astimezone(_pacific()).date().isoformat()
+
+
+def answer_key(query: str, filter_text: str | None) -> str:
+    """Stable key for recording: the same words and filter give the same key."""
+    basis = {"q": " ".join(query.lower().split()), "f": filter_text}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
+
+
+def answer(mirror: Mirror, query: str, *, filter_text: str | None, offline: bool) -> AnswerResult:
+    """Answer a question: upstream (counted against the daily quota) or from what is local."""
+    text = (query or "").strip()
+    if not text:
+        raise InvalidInput("the question is empty", hint="ask a question in words")
+    node = filters.parse(filter_text)
+    canonical = filters.to_text(node) if node is not None else None
+    key = answer_key(text, canonical)
+    recorded = mirror.store.recordings.answer(key)
+    if offline:
+        return _recorded(mirror, recorded) if recorded else _extractive(mirror, text, node)
+    limit = mirror.settings.answers_per_day
+    day = quota_day(mirror.clock())
+    used = mirror.store.recordings.take_quota(QUOTA_BUCKET, day, limit)
+    if used is None:
+        message = f"the daily AnswerQuery quota ({limit}/day, counted locally) is used up for {day}"
+        if recorded:
+            result = _recorded(mirror, recorded)
+            result.warnings.append(message + "; served the recorded answer instead")
+            return result
+        raise QuotaExceeded(
+            message + "; the request was not sent",
+            hint="use `dk-mirror search` (it has its own quota), or raise "
+            "DK_MIRROR_ANSWERS_PER_DAY if your project's quota is larger",
+        )
+    upstream = mirror.upstream()
+    reply = upstream.answer_query(text, filter=canonical)
+    warnings = _fetch_references(mirror, reply)
+    cited = _hashes(mirror, reply.reference_names)
+    mirror.store.recordings.save_answer(
+        key,
+        {"query": text, "filter": canonical},
+        reply,
+        cited,
+        at=mirror.clock(),
+        upstream=upstream.label,
+    )
+    return AnswerResult(reply, "upstream", warnings=warnings, quota_used=used, quota_limit=limit)
+
+
+def _fetch_references(mirror: Mirror, reply: Answer) -> list[str]:
+    names = reply.reference_names
+    if not names:
+        return []
+    try:
+        report = mirror.fetch(names)
+    except UpstreamError as exc:
+        return [f"could not fetch the cited documents: {exc.message}"]
+    if report.error or report.missing:
+        return [
+            f"cited documents: {report.fetched} fetched, {len(report.missing)} missing"
+            + (f"; {report.error.message}" if report.error else "")
+        ]
+    return []
+
+
+def _hashes(mirror: Mirror, names: list[str]) -> dict[str, str | None]:
+    cached = mirror.store.get_many(names)
+    return {n: cached[n].sha256 if n in cached else None for n in names}
+
+
+def _recorded(mirror: Mirror, recorded: RecordedAnswer) -> AnswerResult:
+    now = _hashes(mirror, list(recorded.cited))
+    changed = [n for n, digest in recorded.cited.items() if now.get(n) != digest]
+    warnings = []
+    if changed:
+        warnings.append(
+            f"stale: {len(changed)} cited document(s) changed since this answer was recorded"
+        )
+    return AnswerResult(
+        recorded.answer,
+        "recorded",
+        stale_names=changed,
+        recorded_at=recorded.recorded_at,
+        warnings=warnings,
+    )
+
+
+def _extractive(mirror: Mirror, query: str, node: filters.Node | None) -> AnswerResult:
+    where = mirror.store.filter_clause(node) if node is not None else None
+    hits = mirror.store.search_local(query, limit=EXTRACT_FROM, offset=0, where=where)
+    cached = mirror.store.get_many(list(dict.fromkeys(h.name for h in hits)))
+    passages = [
+        extractive.Passage(h.name, h.text, cached[h.name].document if h.name in cached else None)
+        for h in hits
+    ]
+    return AnswerResult(
+        extractive.build(query, passages),
+        "extractive",
+        warnings=["offline and no recorded answer: quoted the local mirror instead"],
+    )

@@ -1,0 +1,165 @@
+"""Split a document's Markdown into search chunks, the way upstream's DocumentChunks look.
+
+Upstream splits "at headings, about 1-2 KB" per chunk. Here: sections start at ATX headings
+(never inside fenced code), runs of small sections are merged, big sections are cut at
+paragraph boundaries (a fenced block counts as one paragraph), then at line boundaries. A single
+line longer than the limit stays whole: cutting inside a line would split words and URLs.
+Sizes are UTF-8 bytes. Pure and deterministic: the same content always gives the same chunks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# Neighbouring pieces merge when either is below MIN_BYTES and together they fit in MAX_BYTES.
+MIN_BYTES = 1024
+MAX_BYTES = 2048
+HEADING_SEPARATOR = " > "
+
+# Lines that matter to the outline, found by one regex scan instead of a Python loop per line:
+# an ATX heading (up to 3 spaces, 1-6 '#', then a space or the end of the line: CommonMark)
+# or an opening code fence.
+_SPECIAL = re.compile(r"^ {0,3}(?:(#{1,6})(?:[ \t]+(.*?))?[ \t]*|(`{3,}|~{3,})(.*))$", re.M)
+# An optional closing run of '#' and a trailing attribute list such as `{: #anchor }`, which
+# the corpus' Markdown dialect puts on headings; neither is part of the heading's words.
+_CLOSING = re.compile(r"(?:[ \t]+#+)?[ \t]*(?:\{[:#][^}]*\})?[ \t]*$")
+# Blank lines (possibly several, possibly holding spaces) between paragraphs.
+_PARAGRAPH_BREAK = re.compile(r"\n(?:[ \t]*\n)+")
+# Every part of a piece is joined to the next by a blank line ("\n\n"); sizes count it.
+_JOINER = "\n\n"
+_JOIN = len(_JOINER)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One piece of a document: its id ("c0", "c1", ...), heading path and Markdown text."""
+
+    id: str
+    heading: str
+    text: str
+
+
+@dataclass(slots=True)
+class _Section:
+    heading: str
+    # Paragraphs, headings and whole fenced blocks: the units big sections are cut between.
+    blocks: list[str]
+    sizes: list[int]
+    size: int
+
+    def add(self, block: str) -> None:
+        size = _bytes(block) + _JOIN
+        self.blocks.append(block)
+        self.sizes.append(size)
+        self.size += size
+
+
+def _bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _heading_text(raw: str | None) -> str:
+    if not raw:
+        return ""
+    return _CLOSING.sub("", raw).strip() if "#" in raw or "{" in raw else raw.strip()
+
+
+def _closing_fence(fence: str) -> re.Pattern[str]:
+    # The same character, at least as many, and nothing else on the line.
+    return re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
+
+
+def _sections(content: str) -> Iterator[_Section]:
+    """Sections in order: each starts at a heading (the first may have none)."""
+    if "\r" in content:
+        content = content.replace("\r\n", "\n").replace("\r", "\n")
+    path: list[tuple[int, str]] = []
+    section = _Section("", [], [], 0)
+    text_start = search_from = 0  # plain text runs from text_start to the next special line
+    while True:
+        found = _SPECIAL.search(content, search_from)
+        end = found.start() if found else len(content)
+        if found and found.group(3) and found.group(3)[0] == "`" and "`" in found.group(4):
+            search_from = found.end()  # not a fence: a backtick fence's info has no backtick
+            continue
+        for paragraph in _PARAGRAPH_BREAK.split("\n" + content[text_start:end]):
+            paragraph = paragraph.strip("\n")
+            if paragraph.strip():
+                section.add(paragraph)
+        if found is None:
+            break
+        if found.group(3):
+            closing = _closing_fence(found.group(3)).search(content, found.end())
+            # An unclosed fence runs to the end of the document.
+            stop = closing.end() if closing else len(content)
+            section.add(content[found.start() : stop])
+        else:
+            if section.blocks:
+                yield section
+            level = len(found.group(1))
+            while path and path[-1][0] >= level:
+                path.pop()
+            title = _heading_text(found.group(2))
+            if title:
+                path.append((level, title))
+            section = _Section(HEADING_SEPARATOR.join(t for _, t in path), [], [], 0)
+            section.add(found.group(0))
+            stop = found.end()
+        text_start = search_from = stop + 1
+        if text_start > len(content):
+            break
+    if section.blocks:
+        yield section
+
+
+def _pieces(section: _Section) -> Iterator[tuple[str, list[str], int]]:
+    """A section as (heading, parts, size) pieces of at most MAX_BYTES (but for single lines)."""
+    if section.size <= MAX_BYTES:
+        yield section.heading, section.blocks, section.size
+        return
+    parts: list[str] = []
+    size = 0
+    for block, block_size in zip(section.blocks, section.sizes, strict=True):
+        if block_size <= MAX_BYTES:
+            if size and size + block_size > MAX_BYTES:
+                yield section.heading, parts, size
+                parts, size = [], 0
+            parts.append(block)
+            size += block_size
+            continue
+        # A huge paragraph or code block: fill up the current piece, then cut between lines.
+        lines: list[str] = []
+        for line in block.split("\n"):
+            line_size = _bytes(line) + 1
+            if size and size + line_size > MAX_BYTES:
+                if lines:
+                    parts.append("\n".join(lines))
+                yield section.heading, parts, size
+                parts, lines, size = [], [], 0
+            lines.append(line)
+            size += line_size
+        parts.append("\n".join(lines))
+        size += _JOIN - 1
+    if parts:
+        yield section.heading, parts, size
+
+
+def chunk_markdown(content: str) -> list[Chunk]:
+    """Chunks of `content` in document order, ids "c0", "c1", ...; [] when it is blank."""
+    merged: list[tuple[str, list[str], int]] = []
+    for section in _sections(content):
+        for heading, parts, size in _pieces(section):
+            small = merged and (merged[-1][2] < MIN_BYTES or size < MIN_BYTES)
+            if small and merged[-1][2] + size <= MAX_BYTES:
+                last = merged[-1]
+                merged[-1] = (last[0], last[1] + parts, last[2] + size)
+            else:
+                merged.append((heading, parts, size))
+    chunks: list[Chunk] = []
+    for heading, parts, _ in merged:
+        text = _JOINER.join(parts).strip("\n")
+        if text.strip():
+            chunks.append(Chunk(f"c{len(chunks)}", heading, text))
+    return chunks

@@ -1,0 +1,125 @@
+"""`dk-mirror search` and `dk-mirror answer`."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+import click
+
+from . import render
+from .cli_common import global_options, json_option, open_mirror
+from .snippets import best_window
+
+
+def _marked(segments: list[tuple[str, bool]]) -> str:
+    # Bold on a terminal; Markdown-style **word** when piped, so marks survive in plain text.
+    tty = sys.stdout.isatty()
+    return "".join(
+        (click.style(s, bold=True) if tty else f"**{s}**") if marked else s
+        for s, marked in segments
+    )
+
+
+def _when(epoch: float | None) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC") if epoch else "?"
+
+
+@click.command()
+@click.argument("query")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="Results per page (pageSize).",
+)
+@click.option("--page-token", help="nextPageToken of the previous page.")
+@click.option(
+    "--filter",
+    "filter_text",
+    metavar="FILTER",
+    help='e.g. data_source = "web.dev" AND update_time >= "2025-01-01T00:00:00Z"',
+)
+@click.option("--fetch", is_flag=True, help="Also mirror the full documents of the hits.")
+@json_option
+@global_options
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    limit: int,
+    page_token: str | None,
+    filter_text: str | None,
+    fetch: bool,
+    as_json: bool,
+) -> None:
+    """Search the docs: upstream when online (recorded for replay), else offline."""
+    mirror = open_mirror(ctx)
+    result = mirror.search_documents(
+        query, page_size=limit, page_token=page_token, filter=filter_text, fetch=fetch
+    )
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if as_json:
+        out = result.to_api()
+        out["_mirror"] = {"source": result.source, "recordedAt": result.recorded_at}
+        click.echo(render.to_json(out))
+        return
+    if not result.page.results:
+        click.echo(f"no results ({result.source})", err=True)
+        return
+    for i, hit in enumerate(result.page.results, start=1):
+        title = hit.document.title if hit.document and hit.document.title else hit.parent
+        score = f" {hit.relevance_score:.2f}" if hit.relevance_score is not None else ""
+        click.echo(f"{i}. {title}\n   {hit.parent}  [{result.source}{score}]")
+        click.echo(f"   {_marked(best_window(hit.content, query))}\n")
+    note = f"source: {result.source}"
+    if result.recorded_at:
+        note += f", recorded {_when(result.recorded_at)}"
+    click.echo(note, err=True)
+    if result.page.next_page_token:
+        click.echo(f"more: --page-token {result.page.next_page_token}", err=True)
+
+
+@click.command()
+@click.argument("question")
+@click.option("--filter", "filter_text", metavar="FILTER", help="Same grammar as search.")
+@json_option
+@global_options
+@click.pass_context
+def answer(ctx: click.Context, question: str, filter_text: str | None, as_json: bool) -> None:
+    """Answer a question (upstream AnswerQuery: 50/day; offline: recorded or extractive)."""
+    mirror = open_mirror(ctx)
+    result = mirror.answer_query(question, filter=filter_text)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if as_json:
+        out = result.to_api()
+        out["_mirror"] = {
+            "source": result.source,
+            "stale": result.stale,
+            "staleDocuments": result.stale_names,
+            "recordedAt": result.recorded_at,
+            "quota": {"used": result.quota_used, "limit": result.quota_limit},
+        }
+        click.echo(render.to_json(out))
+        return
+    click.echo(result.answer.answer_text.rstrip() + "\n")
+    references = result.answer.references
+    if references:
+        click.echo("References:")
+        for i, ref in enumerate(references, start=1):
+            title = ref.document.title if ref.document and ref.document.title else ""
+            click.echo(f"  [{i}] {ref.parent}" + (f"  {title}" if title else ""))
+    note = f"source: {result.source}"
+    if result.recorded_at:
+        note += f", recorded {_when(result.recorded_at)}"
+    if result.stale:
+        note += f"; STALE: changed since: {', '.join(result.stale_names)}"
+    if result.quota_used is not None:
+        note += f"; quota {result.quota_used}/{result.quota_limit} today"
+    click.echo(note, err=True)
+
+
+search_commands = [search, answer]

@@ -1,0 +1,75 @@
+"""Offline answers assembled from local search hits: sentences quoted, never generated.
+
+Pure functions: no store, no network. The answer is labelled as extractive in its text, so an
+agent reading only `answerText` (e.g. over MCP) is not misled into taking it for Gemini's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .models import Answer, Citation, Document, DocumentChunk
+
+LABEL = "Extractive answer (offline: quoted from the local mirror, not generated):"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Markdown noise that makes a poor quotation.
+_MARKUP = re.compile(r"^\s*(?:[#>*\-]+|\d+\.)\s*|\{%.*?%\}|!\[[^\]]*\]\([^)]*\)")
+MAX_SENTENCES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A local search hit to quote from."""
+
+    name: str
+    text: str
+    document: Document | None
+
+
+def words(text: str) -> set[str]:
+    """Lower-cased words of a text."""
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def _best_sentence(text: str, wanted: set[str]) -> tuple[int, str]:
+    best = (0, "")
+    for raw in _SENTENCE.split(text):
+        sentence = _MARKUP.sub("", raw).strip()
+        if not 20 <= len(sentence) <= 400 or sentence.startswith(("```", "|")):
+            continue
+        score = len(words(sentence) & wanted)
+        if score > best[0]:
+            best = (score, " ".join(sentence.split()))
+    return best
+
+
+def build(query: str, passages: Sequence[Passage]) -> Answer:
+    """An Answer quoting the best-matching sentence of each passage, with byte-offset citations."""
+    wanted = words(query)
+    text = LABEL
+    citations: list[Citation] = []
+    references: list[DocumentChunk] = []
+    for passage in passages:
+        score, sentence = _best_sentence(passage.text, wanted)
+        if not score or len(citations) >= MAX_SENTENCES:
+            continue
+        index = len(references)
+        references.append(
+            DocumentChunk(
+                parent=passage.name,
+                id=None,
+                content=passage.text,
+                document=passage.document.basic() if passage.document else None,
+            )
+        )
+        text += "\n"
+        start = len(text.encode("utf-8"))
+        text += sentence
+        citations.append(Citation(start, len(text.encode("utf-8")), (index,)))
+        text += f" [{index + 1}]"
+    if not citations:
+        text += "\nNothing in the local mirror matches this question."
+    return Answer(text, tuple(citations), tuple(references))

@@ -1,0 +1,48 @@
+"""Pick the part of a chunk that best shows why it matched, with the matched words marked."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def query_words(query: str) -> set[str]:
+    """The lower-cased words of a query."""
+    return {w.lower() for w in _WORD.findall(query)}
+
+
+def best_window(text: str, query: str, width: int = 240) -> list[tuple[str, bool]]:
+    """About `width` characters of `text` around the densest run of query words, as
+    (segment, is_match) pairs; whitespace is folded so a snippet sits on one line."""
+    flat = " ".join(text.split())
+    wanted = query_words(query)
+    hits = [m for m in _WORD.finditer(flat) if m.group().lower() in wanted]
+    start = 0
+    if hits:
+        # Slide over the hits: the window starting at hit i covers hits up to start+width.
+        best, best_count = 0, 0
+        for i, hit in enumerate(hits):
+            count = sum(1 for h in hits[i:] if h.end() <= hit.start() + width)
+            if count > best_count:
+                best, best_count = i, count
+        start = max(0, hits[best].start() - width // 4)
+        while start > 0 and not flat[start - 1].isspace():
+            start -= 1
+    window = flat[start : start + width]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + width < len(flat) else ""
+    segments: list[tuple[str, bool]] = []
+    last = 0
+    for m in _WORD.finditer(window):
+        if m.group().lower() in wanted:
+            if m.start() > last:
+                segments.append((window[last : m.start()], False))
+            segments.append((m.group(), True))
+            last = m.end()
+    segments.append((window[last:], False))
+    if prefix:
+        segments.insert(0, (prefix, False))
+    if suffix:
+        segments.append((suffix, False))
+    return [(s, marked) for s, marked in segments if s]

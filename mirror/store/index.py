@@ -1,0 +1,321 @@
+"""Local full-text search over document chunks (SQLite FTS5), kept in step with `documents`.
+
+`reindex` runs inside the writer's transaction, so documents and their index commit or roll
+back together. `search` never passes user text to FTS5 as syntax: it builds the MATCH
+expression from the query's words, each quoted as an FTS5 string.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Float, Integer, column, select, text
+
+from ..chunking import chunk_markdown
+from ..models import Document
+from .schema import documents
+from .schema_index import FTS_TABLE, chunks
+
+# Snippet markers around matched words: control characters never appear in documentation
+# text, so callers can turn them into bold or <mark> without escaping ambiguities.
+MARK_START = "\x02"
+MARK_END = "\x03"
+ELLIPSIS = "…"
+SNIPPET_TOKENS = 24
+
+# bm25 weights per FTS column (title, description, heading, body). Title and description are
+# repeated on every chunk row, so a page whose title names the query ranks its chunks first.
+WEIGHTS = (10.0, 4.0, 3.0, 1.0)
+# score = s / (s + SCORE_K) with s = -bm25: monotonic, in [0, 1), 0.5 where s == SCORE_K.
+SCORE_K = 10.0
+
+# Long queries cost one doclist per term; beyond this many words they add little.
+MAX_TERMS = 32
+MAX_QUERY_CHARS = 4096
+MAX_TERM_CHARS = 64
+# SQLite's default limit on bound parameters is 32766 (since 3.32); batches stay far below.
+_BATCH = 500
+# How many candidates the ranked FTS pass fetches before a `where` filter, at most, before
+# the search falls back to filtering every match in one SQL statement.
+_MAX_CANDIDATES = 4000
+
+# Words that match nearly every chunk: dropped from a query that has other words, so
+# "how do I migrate my extension" ranks by "migrate" and "extension" (and AND still finds it).
+# fmt: off
+STOPWORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "if", "in", "is", "it", "its", "me", "my", "of", "on", "or", "should", "so", "that",
+    "the", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with",
+    "you", "your",
+))
+# fmt: on
+
+_RANK = "bm25({table}, {w})".format(table=FTS_TABLE, w=", ".join(map(str, WEIGHTS)))
+_TOP = f"SELECT rowid, {_RANK} AS r FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? ORDER BY r LIMIT ?"
+_TEXT = (
+    f"SELECT rowid, body, snippet({FTS_TABLE}, 3, ?, ?, ?, {SNIPPET_TOKENS}) "
+    f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? AND rowid = ?"
+)
+_BY_IDS = "SELECT id, name, chunk_id, ordinal, heading FROM chunks WHERE id IN ({marks})"
+_FILTERED = select(
+    chunks.c.id, chunks.c.name, chunks.c.chunk_id, chunks.c.ordinal, chunks.c.heading
+).join(documents, documents.c.name == chunks.c.name)
+_INSERT_CHUNK = "INSERT INTO chunks (id, name, chunk_id, ordinal, heading) VALUES (?, ?, ?, ?, ?)"
+_INSERT_FTS = (
+    f"INSERT INTO {FTS_TABLE} (rowid, title, description, heading, body) VALUES (?, ?, ?, ?, ?)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalHit:
+    """One chunk found by local search; `snippet` marks matches with MARK_START/MARK_END."""
+
+    name: str
+    chunk_id: str
+    heading: str
+    text: str
+    snippet: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    rowid: int
+    rank: float
+    name: str
+    chunk_id: str
+    ordinal: int
+    heading: str
+
+    def key(self) -> tuple[float, str, int]:
+        return (self.rank, self.name, self.ordinal)
+
+
+def available(conn: Connection) -> bool:
+    """Whether this database has the FTS index (SQLite with migration 0002 applied)."""
+    if conn.dialect.name != "sqlite":
+        return False
+    found = conn.exec_driver_sql(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (FTS_TABLE,)
+    ).first()
+    return found is not None
+
+
+def _raw(conn: Connection) -> Any:
+    # The DBAPI connection under `conn`: same transaction, without SQLAlchemy's per-statement
+    # bookkeeping, which would cost more than the index writes and lookups themselves.
+    return conn.connection.driver_connection
+
+
+def reindex(conn: Connection, docs: Iterable[Document]) -> int:
+    """Replace the chunks of `docs` in the index (inside the caller's transaction)."""
+    if conn.dialect.name != "sqlite":
+        return 0  # no FTS5: local search needs SQLite
+    docs = list({doc.name: doc for doc in docs}.values())  # the last copy of a name wins
+    if not docs:
+        return 0
+    raw = _raw(conn)
+    cursor = raw.cursor()
+    try:
+        for start in range(0, len(docs), _BATCH):
+            names = [doc.name for doc in docs[start : start + _BATCH]]
+            # The trigger on chunks deletes each chunk's FTS row by rowid.
+            marks = ", ".join("?" * len(names))
+            cursor.execute(f"DELETE FROM chunks WHERE name IN ({marks})", names)
+        # The writer holds the write lock (BEGIN IMMEDIATE), so numbering from max(id) is safe;
+        # it lets both tables be filled with executemany instead of one insert per chunk.
+        next_id = cursor.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
+        chunk_rows: list[tuple[int, str, str, int, str]] = []
+        fts_rows: list[tuple[int, str, str, str, str]] = []
+        for doc in docs:
+            if not doc.content:
+                continue  # metadata only (BASIC view): nothing to search
+            title, description = doc.title or "", doc.description or ""
+            for ordinal, chunk in enumerate(chunk_markdown(doc.content)):
+                chunk_rows.append((next_id, doc.name, chunk.id, ordinal, chunk.heading))
+                fts_rows.append((next_id, title, description, chunk.heading, chunk.text))
+                next_id += 1
+        cursor.executemany(_INSERT_CHUNK, chunk_rows)
+        cursor.executemany(_INSERT_FTS, fts_rows)
+    finally:
+        cursor.close()
+    return len(chunk_rows)
+
+
+def _is_word_char(char: str) -> bool:
+    # Letters, digits and combining marks (Devanagari vowel signs, decomposed accents), which
+    # FTS5's unicode61 keeps inside tokens; `_` splits tokens there but joins a phrase here.
+    return char.isalnum() or char == "_" or unicodedata.category(char)[0] == "M"
+
+
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _words(token: str) -> list[str]:
+    if token.isascii():
+        return _ASCII_WORD.findall(token)
+    words: list[str] = []
+    current: list[str] = []
+    for char in (*token, " "):
+        if _is_word_char(char):
+            current.append(char)
+        elif current:
+            words.append("".join(current))
+            current = []
+    return words
+
+
+def query_terms(query: str) -> list[str]:
+    """The terms of a user query: its words, with words joined by punctuation (`tf.function`,
+    `service_worker`) kept together as one phrase; deduplicated, stopwords dropped if others
+    remain. Only word characters and spaces survive, so no term can be FTS5 syntax."""
+    text = unicodedata.normalize("NFC", query[:MAX_QUERY_CHARS])
+    seen: dict[str, str] = {}
+    for token in text.split():
+        words = [w[:MAX_TERM_CHARS] for w in _words(token)]
+        if words:
+            term = " ".join(words)
+            seen.setdefault(term.casefold(), term)
+    terms = list(seen.values())
+    content = [t for t in terms if t.casefold() not in STOPWORDS]
+    return (content or terms)[:MAX_TERMS]
+
+
+def match_expression(terms: Sequence[str], operator: str) -> str:
+    """An FTS5 query joining `terms` with AND or OR, each quoted as an FTS5 string (a phrase)."""
+    if operator not in ("AND", "OR"):
+        raise ValueError(f"operator must be AND or OR, not {operator!r}")
+    return f" {operator} ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def _attempts(terms: list[str]) -> list[str]:
+    """MATCH expressions to try in turn: every term, then any term, then any single word."""
+    out = [match_expression(terms, "AND")]
+    if len(terms) > 1:
+        out.append(match_expression(terms, "OR"))
+    words = list(dict.fromkeys(w for t in terms for w in t.split()))
+    if len(words) > len(terms):
+        out.append(match_expression(words, "OR"))
+    return out
+
+
+def _candidates(
+    conn: Connection, match: str, count: int, where: ColumnElement[bool] | None
+) -> tuple[list[_Candidate], float | None]:
+    """The best `count` matches by rank that pass `where`, sorted, and the rank of the last
+    match fetched (None when every match was fetched)."""
+    # Rank in FTS alone first: joining every match to chunks before the LIMIT would cost a
+    # lookup per match, and most queries need only the top few.
+    top = _raw(conn).execute(_TOP, (match, count)).fetchall()
+    ranks = dict(top)
+    found: list[_Candidate] = []
+    ids = list(ranks)
+    for start in range(0, len(ids), _BATCH):
+        batch = ids[start : start + _BATCH]
+        rows: Iterable[Any]
+        if where is None:
+            marks = ", ".join("?" * len(batch))
+            rows = _raw(conn).execute(_BY_IDS.format(marks=marks), batch)
+        else:
+            rows = conn.execute(_FILTERED.where(where, chunks.c.id.in_(batch)))
+        found.extend(
+            _Candidate(rowid, ranks[rowid], name, chunk_id, ordinal, heading or "")
+            for rowid, name, chunk_id, ordinal, heading in rows
+        )
+    found.sort(key=_Candidate.key)
+    return found, (top[-1][1] if len(top) == count else None)
+
+
+def _all_filtered(
+    conn: Connection, match: str, need: int, where: ColumnElement[bool]
+) -> list[_Candidate]:
+    """The best `need` matches that pass `where`, ranked in one SQL statement."""
+    hits = (
+        text(f"SELECT rowid AS id, {_RANK} AS r FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :match")
+        .columns(column("id", Integer), column("r", Float))
+        .subquery("hits")
+    )
+    c = chunks.c
+    query = (
+        select(hits.c.id, hits.c.r, c.name, c.chunk_id, c.ordinal, c.heading)
+        .join_from(hits, chunks, c.id == hits.c.id)
+        .join(documents, documents.c.name == c.name)
+        .where(where)
+        .order_by(hits.c.r, c.name, c.ordinal)
+        .limit(need)
+    )
+    return [_Candidate(*row[:5], row[5] or "") for row in conn.execute(query, {"match": match})]
+
+
+def _page(
+    conn: Connection, match: str, need: int, where: ColumnElement[bool] | None
+) -> list[_Candidate]:
+    """The first `need` matches in (rank, name, ordinal) order."""
+    count = need + 1
+    while True:
+        found, boundary = _candidates(conn, match, count, where)
+        # Unfetched matches rank >= boundary: the page is final once its last row ranks
+        # strictly better (a tie could sort before it by name).
+        if boundary is None or (len(found) >= need and found[need - 1].rank < boundary):
+            return found[:need]
+        if count >= _MAX_CANDIDATES:
+            break
+        count *= 4
+    if where is None:
+        return found[:need]  # thousands of exact ties: keep FTS's order among them
+    # A selective filter: rank every match that passes it instead of widening further.
+    return _all_filtered(conn, match, need, where)
+
+
+def search(
+    conn: Connection,
+    query: str,
+    *,
+    limit: int,
+    offset: int = 0,
+    where: ColumnElement[bool] | None = None,
+) -> list[LocalHit]:
+    """The best chunks for `query`: those with all its terms (AND) first, then any (OR)."""
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    need = max(offset, 0) + limit
+    ranked: list[tuple[_Candidate, str]] = []
+    seen: set[int] = set()
+    for match in _attempts(terms):
+        # Every match of an earlier (stricter) attempt matches this one too, so fetching
+        # len(ranked) more than still needed leaves enough after dropping those.
+        for cand in _page(conn, match, need + len(ranked), where):
+            if len(ranked) < need and cand.rowid not in seen:
+                seen.add(cand.rowid)
+                ranked.append((cand, match))
+        if ranked:
+            break
+    raw = _raw(conn)
+    hits: list[LocalHit] = []
+    ceiling = 1.0
+    for position, (cand, match) in enumerate(ranked):
+        s = max(-cand.rank, 0.0)
+        # A looser attempt's hit can out-score a stricter one's in bm25 yet comes after it:
+        # cap scores so they never rise down the list.
+        ceiling = min(ceiling, s / (s + SCORE_K))
+        if position < offset:
+            continue
+        row = raw.execute(_TEXT, (MARK_START, MARK_END, ELLIPSIS, match, cand.rowid)).fetchone()
+        if row is not None:
+            hits.append(LocalHit(cand.name, cand.chunk_id, cand.heading, row[1], row[2], ceiling))
+    return hits
+
+
+def chunk_text(conn: Connection, name: str, chunk_id: str) -> str | None:
+    """The indexed text of chunk `chunk_id` of document `name`, or None."""
+    row = conn.exec_driver_sql(
+        f"SELECT f.body FROM chunks AS c JOIN {FTS_TABLE} AS f ON f.rowid = c.id "
+        "WHERE c.name = ? AND c.chunk_id = ?",
+        (name, chunk_id),
+    ).first()
+    return None if row is None else str(row[0])

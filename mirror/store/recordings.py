@@ -1,0 +1,224 @@
+"""Recorded upstream searches and answers, metadata seen in search results, and quota counts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select, update
+
+from ..models import Answer, Document, SearchPage
+from .schema import documents
+from .schema_records import answers, quota_usage, search_pages
+
+
+def canonical_json(data: Any) -> str:
+    """JSON with sorted keys and fixed separators: equal data, equal bytes."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedPage:
+    """A search page as upstream answered it, and when."""
+
+    page: SearchPage
+    recorded_at: float
+    upstream: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedAnswer:
+    """An answer as upstream gave it, with the hashes of the documents it cited then."""
+
+    answer: Answer
+    cited: dict[str, str | None]
+    recorded_at: float
+    upstream: str
+
+
+def _upsert(dialect: str, table: Any, keys: list[str]) -> Any:
+    insert: Any
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    stmt = insert(table)
+    return stmt.on_conflict_do_update(
+        index_elements=keys,
+        set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},
+    )
+
+
+class Recordings:
+    """Reads and writes the recording tables; writes take the store's write transaction."""
+
+    def __init__(self, engine: Engine, writer: Callable[[], Connection]) -> None:
+        self.engine = engine
+        self._writer = writer
+        dialect = engine.dialect.name
+        self._page_upsert = _upsert(dialect, search_pages, ["key"])
+        self._answer_upsert = _upsert(dialect, answers, ["key"])
+
+    def save_page(
+        self, key: str, request: dict[str, Any], page: SearchPage, *, at: float, upstream: str
+    ) -> None:
+        """Record one upstream search page under its request key."""
+        with self._writer() as conn, conn.begin():
+            conn.execute(
+                self._page_upsert,
+                {
+                    "key": key,
+                    "query": request["query"],
+                    "filter": request.get("filter"),
+                    "page_size": request["page_size"],
+                    "page_token": request.get("page_token"),
+                    "response_json": canonical_json(page.to_api()),
+                    "upstream": upstream,
+                    "recorded_at": at,
+                },
+            )
+
+    def page(self, key: str) -> RecordedPage | None:
+        """The recorded page for a request key, if any."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(
+                    search_pages.c.response_json,
+                    search_pages.c.recorded_at,
+                    search_pages.c.upstream,
+                ).where(search_pages.c.key == key)
+            ).first()
+        if row is None:
+            return None
+        return RecordedPage(SearchPage.from_api(json.loads(row[0])), row[1], row[2])
+
+    def save_answer(
+        self,
+        key: str,
+        request: dict[str, Any],
+        answer: Answer,
+        cited: dict[str, str | None],
+        *,
+        at: float,
+        upstream: str,
+    ) -> None:
+        """Record an answer with the content hashes of the documents it cites."""
+        with self._writer() as conn, conn.begin():
+            conn.execute(
+                self._answer_upsert,
+                {
+                    "key": key,
+                    "query": request["query"],
+                    "filter": request.get("filter"),
+                    "answer_json": canonical_json(answer.to_api()),
+                    "references_json": canonical_json(
+                        [{"name": n, "sha256": h} for n, h in cited.items()]
+                    ),
+                    "upstream": upstream,
+                    "recorded_at": at,
+                },
+            )
+
+    def answer(self, key: str) -> RecordedAnswer | None:
+        """The recorded answer for a request key, if any."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(
+                    answers.c.answer_json,
+                    answers.c.references_json,
+                    answers.c.recorded_at,
+                    answers.c.upstream,
+                ).where(answers.c.key == key)
+            ).first()
+        if row is None:
+            return None
+        cited = {r["name"]: r["sha256"] for r in json.loads(row[1])}
+        return RecordedAnswer(Answer.from_api(json.loads(row[0])), cited, row[2], row[3])
+
+    def quota_used(self, bucket: str, period: str) -> int:
+        """Calls counted in `bucket` during `period` (e.g. a Pacific-time date)."""
+        with self.engine.connect() as conn:
+            used = conn.execute(
+                select(quota_usage.c.used).where(
+                    quota_usage.c.bucket == bucket, quota_usage.c.period == period
+                )
+            ).scalar()
+        return int(used or 0)
+
+    def take_quota(self, bucket: str, period: str, limit: int) -> int | None:
+        """Count one call if it fits under `limit`; returns the new count, or None if refused.
+
+        Check and increment happen in one write transaction, so two processes sharing the
+        store cannot both take the last call.
+        """
+        with self._writer() as conn, conn.begin():
+            used = conn.execute(
+                select(quota_usage.c.used).where(
+                    quota_usage.c.bucket == bucket, quota_usage.c.period == period
+                )
+            ).scalar()
+            if used is None:
+                if limit < 1:
+                    return None
+                conn.execute(quota_usage.insert().values(bucket=bucket, period=period, used=1))
+                return 1
+            if used >= limit:
+                return None
+            conn.execute(
+                update(quota_usage)
+                .where(quota_usage.c.bucket == bucket, quota_usage.c.period == period)
+                .values(used=used + 1)
+            )
+            return int(used) + 1
+
+    def note_metadata(self, docs: Sequence[Document], *, at: float, upstream: str) -> None:
+        """Keep metadata seen in search results: new names get a metadata-only row; cached
+        ones whose upstream `updateTime` is newer are marked stale via `seen_update_time`."""
+        from ..policy import newer
+
+        if not docs:
+            return
+        by_name = {d.name: d for d in docs}
+        with self._writer() as conn, conn.begin():
+            known = {
+                name: (update_time, seen)
+                for name, update_time, seen in conn.execute(
+                    select(
+                        documents.c.name, documents.c.update_time, documents.c.seen_update_time
+                    ).where(documents.c.name.in_(list(by_name)))
+                )
+            }
+            fresh_rows = []
+            for name, doc in by_name.items():
+                if name not in known:
+                    fresh_rows.append(_metadata_row(doc, at, upstream))
+                    continue
+                stored, seen = known[name]
+                if newer(doc.update_time, stored) and newer(doc.update_time, seen or stored):
+                    conn.execute(
+                        update(documents)
+                        .where(documents.c.name == name)
+                        .values(seen_update_time=doc.update_time)
+                    )
+            if fresh_rows:
+                conn.execute(documents.insert(), fresh_rows)
+
+
+def _metadata_row(doc: Document, at: float, upstream: str) -> dict[str, Any]:
+    return {
+        "name": doc.name,
+        "uri": doc.uri,
+        "title": doc.title,
+        "description": doc.description,
+        "data_source": doc.data_source,
+        "update_time": doc.update_time,
+        "content_length_bytes": doc.content_length_bytes,
+        "content": None,
+        "extra_json": None,
+        "content_sha256": None,
+        "fetched_at": at,
+        "upstream": upstream,
+        "seen_update_time": None,
+    }

@@ -1,0 +1,295 @@
+"""Local full-text search: the index follows the documents, user text is never FTS syntax."""
+
+# Cyrillic and Arabic test text is deliberate.
+# ruff: noqa: RUF001
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import delete, text
+
+from mirror.models import Document
+from mirror.store import Store, index
+from mirror.store.index import MARK_END, MARK_START, match_expression, query_terms
+from mirror.store.schema import documents
+
+CHROME = "developer.chrome.com"
+TF = "www.tensorflow.org"
+
+
+def _doc(path: str, title: str, content: str | None, source: str = CHROME) -> Document:
+    return Document(
+        name=f"documents/{source}/{path}",
+        uri=f"https://{source}/{path}",
+        content=content,
+        description=f"About {title.lower()}.",
+        data_source=source,
+        title=title,
+    )
+
+
+DOCS = [
+    _doc("walrus", "Walrus care", "# Walrus care\n\nFeed the walrus fish every morning."),
+    _doc("workers", "Service workers", "# Service workers\n\nA service worker caches requests."),
+    _doc("i18n/ru", "Ключи", "# Ключи\n\nКлюч API хранится в настройках."),
+    _doc("i18n/zh", "服务", "# 服务\n\n服务 工作线程 缓存 请求"),
+    _doc("i18n/ar", "مرحبا", "# مرحبا\n\nمرحبا بالعالم"),
+    _doc("accents", "Émigré café", "# Émigré café\n\nThe émigré opened a café."),
+    _doc("code", "Snake case", "# Snake case\n\nCall `tf.function` or `service_worker_start()`."),
+    _doc("keras", "Keras models", "# Keras models\n\nBuild a model with Keras layers.", TF),
+    _doc("saved", "SavedModel", "# SavedModel\n\nExport a Keras model as a SavedModel.", TF),
+]
+
+
+def _open(path: Path) -> Store:
+    store = Store.open(f"sqlite:///{path / 'store.sqlite3'}")
+    store.put(DOCS, fetched_at=0.0, upstream="test")
+    return store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = _open(tmp_path)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    opened = _open(tmp_path_factory.mktemp("search"))
+    yield opened
+    opened.close()
+
+
+def _names(hits: list[index.LocalHit]) -> list[str]:
+    return [h.name.rsplit("/", 1)[-1] for h in hits]
+
+
+def _counts(store: Store) -> tuple[int, int, int]:
+    with store.engine.connect() as conn:
+        return (
+            conn.execute(text("SELECT count(*) FROM documents")).scalar_one(),
+            conn.execute(text("SELECT count(*) FROM chunks")).scalar_one(),
+            conn.execute(text("SELECT count(*) FROM chunks_fts")).scalar_one(),
+        )
+
+
+def test_put_documents_are_found(store: Store) -> None:
+    assert store.has_search_index()
+    hits = store.search_local("walrus fish")
+    assert _names(hits) == ["walrus"]
+    hit = hits[0]
+    assert (hit.chunk_id, hit.heading) == ("c0", "Walrus care")
+    assert hit.text == "# Walrus care\n\nFeed the walrus fish every morning."
+    assert f"{MARK_START}walrus{MARK_END}" in hit.snippet
+    assert 0.0 < hit.score < 1.0
+    assert store.chunk_text(hit.name, "c0") == hit.text
+    assert store.chunk_text(hit.name, "c9") is None
+
+
+def test_changed_content_replaces_the_old_words(store: Store) -> None:
+    store.put(
+        [_doc("walrus", "Walrus care", "# Walrus care\n\nWalruses like clams.")],
+        fetched_at=1.0,
+        upstream="test",
+    )
+    assert store.search_local("fish") == []
+    assert _names(store.search_local("clams")) == ["walrus"]
+    _, chunks, fts = _counts(store)
+    assert chunks == fts
+
+
+def test_metadata_only_copy_drops_the_chunks(store: Store) -> None:
+    store.put([_doc("walrus", "Walrus care", None)], fetched_at=1.0, upstream="test")
+    assert store.search_local("walrus fish") == []
+    assert store.chunk_text(f"documents/{CHROME}/walrus", "c0") is None
+
+
+def test_failed_write_leaves_documents_and_index_unchanged(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _counts(store)
+    real = index.chunk_markdown
+
+    def failing(content: str) -> list[object]:
+        if "boom" in content:
+            raise RuntimeError("boom")
+        return list(real(content))
+
+    monkeypatch.setattr(index, "chunk_markdown", failing)
+    batch = [
+        _doc("walrus", "Walrus care", "# Walrus care\n\nWalruses like clams."),
+        _doc("new", "New page", "# New\n\nboom"),
+    ]
+    with pytest.raises(RuntimeError):
+        store.put(batch, fetched_at=2.0, upstream="test")
+    assert _counts(store) == before
+    assert _names(store.search_local("walrus fish")) == ["walrus"]
+    assert store.search_local("clams") == []
+    assert store.get_many([f"documents/{CHROME}/new"]) == {}
+
+
+def test_deleting_a_document_deletes_its_index_rows(store: Store) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(delete(documents).where(documents.c.name == f"documents/{CHROME}/walrus"))
+    assert store.search_local("walrus") == []
+    docs, chunks, fts = _counts(store)
+    assert (docs, chunks) == (len(DOCS) - 1, fts)
+
+
+def test_where_clause_restricts_results(store: Store) -> None:
+    everywhere = {h.name for h in store.search_local("model", limit=20)}
+    assert {n.split("/")[1] for n in everywhere} == {TF}
+    assert _names(store.search_local("keras")) == ["keras", "saved"]
+    only_chrome = store.search_local("keras", where=documents.c.data_source == CHROME)
+    assert only_chrome == []
+    tf = store.search_local("keras model", where=documents.c.data_source == TF)
+    assert _names(tf) == ["keras", "saved"]
+
+
+def test_a_selective_filter_looks_past_the_first_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index, "_MAX_CANDIDATES", 8)
+    calls = []
+    real = index._all_filtered
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index, "_all_filtered", spy)
+    store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    try:
+        many = [_doc(f"p{i:02}", "Otters", "# Otters\n\notter " * 3) for i in range(30)]
+        rare = _doc("rare", "Rivers", "# Rivers\n\n" + "water " * 300 + "otter", TF)
+        store.put([*many, rare], fetched_at=0.0, upstream="test")
+        hits = store.search_local("otter", where=documents.c.data_source == TF)
+        assert _names(hits) == ["rare"]
+        assert calls, "the filter should have fallen back to ranking every match in SQL"
+    finally:
+        store.close()
+
+
+def test_ties_break_by_name_and_pages_follow_on(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    try:
+        same = "# Same\n\nidentical text about badgers"
+        store.put(
+            [_doc(f"t{i:02}", "Same", same) for i in reversed(range(12))],
+            fetched_at=0.0,
+            upstream="test",
+        )
+        first = store.search_local("badgers", limit=3)
+        assert _names(first) == ["t00", "t01", "t02"]
+        everything = store.search_local("badgers", limit=12)
+        assert _names(everything) == [f"t{i:02}" for i in range(12)]
+        pages = [store.search_local("badgers", limit=5, offset=o) for o in (0, 5, 10)]
+        assert [h for page in pages for h in page] == everything
+    finally:
+        store.close()
+
+
+def test_scores_are_in_range_and_follow_the_order(shared: Store) -> None:
+    hits = shared.search_local("service worker caches requests keras", limit=20)
+    assert hits
+    scores = [h.score for h in hits]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_all_words_first_then_any_word(shared: Store) -> None:
+    assert _names(shared.search_local("service worker")) == ["workers", "code"]
+    # No page has both words: the OR retry still finds each.
+    assert sorted(_names(shared.search_local("walrus keras"))) == ["keras", "saved", "walrus"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("ключ", "i18n/ru"),
+        ("服务", "i18n/zh"),
+        ("مرحبا", "i18n/ar"),
+        ("emigre cafe", "accents"),
+        ("ÉMIGRÉ", "accents"),
+        ("e\u0301migre\u0301", "accents"),  # decomposed accents
+        ("tf.function", "code"),
+        ("service_worker_start", "code"),
+        ("How do I feed a walrus?", "walrus"),
+    ],
+)
+def test_words_in_any_script_are_found(shared: Store, query: str, expected: str) -> None:
+    assert f"documents/{CHROME}/{expected}" in [h.name for h in shared.search_local(query)]
+
+
+HOSTILE = [
+    '"unbalanced quote',
+    'say "walrus" twice',
+    '""',
+    "'",
+    "walr*",
+    "*",
+    "NEAR(walrus fish, 2)",
+    "NEAR",
+    "-walrus",
+    "walrus -fish",
+    "a:b",
+    "title:walrus",
+    "{title body}: walrus",
+    "walrus AND",
+    "OR fish",
+    "NOT",
+    "AND OR NOT",
+    "(((walrus",
+    "walrus)",
+    "^walrus",
+    "walrus + fish",
+    "🎉🚀",
+    "walrus 🎉 fish",
+    "服务工作线程",
+    "ключ АПИ",
+    "مرحبا بالعالم",
+    "!!!???...",
+    "",
+    "   ",
+    "x" * 100_000,
+    " ".join(f"w{i}" for i in range(5000)),
+    "'; DROP TABLE documents; --",
+    "walrus\x00fish",
+    "\u200b",
+    "NEAR/3 walrus",
+    'title:"walrus"',
+    "walrus" + "\u0301" * 50,
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(shared: Store, query: str) -> None:
+    hits = shared.search_local(query, limit=5)
+    assert isinstance(hits, list)
+    assert len(hits) <= 5
+    if "walrus" in query and query.strip() != "-walrus":
+        assert f"documents/{CHROME}/walrus" in [h.name for h in hits]
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(max_size=300))
+def test_arbitrary_text_never_raises(shared: Store, query: str) -> None:
+    assert isinstance(shared.search_local(query, limit=3), list)
+
+
+def test_match_expressions_contain_only_quoted_words() -> None:
+    assert query_terms('title:"foo" NEAR(bar*, 2) -baz') == ["title foo", "NEAR bar", "2", "baz"]
+    assert query_terms("How do I migrate my extension?") == ["migrate", "extension"]
+    assert query_terms("how do I") == ["how", "do", "I"]
+    assert query_terms("🎉 !!!") == []
+    assert match_expression(['a"b', "c"], "OR") == '"a""b" OR "c"'
+    with pytest.raises(ValueError):
+        match_expression(["a"], "NEAR")
