@@ -12,6 +12,7 @@ import click
 from . import render
 from .cli_admin import admin_commands
 from .cli_common import Progress, duration, global_options, json_option, open_mirror
+from .cli_pins import pin_commands
 from .cli_search import search_commands
 from .errors import MirrorError
 
@@ -161,7 +162,7 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
             click.echo("no documents" + (f" under {prefix}" if prefix else ""), err=True)
 
 
-for command in [*search_commands, *admin_commands]:
+for command in [*search_commands, *pin_commands, *admin_commands]:
     cli.add_command(command)
 
 

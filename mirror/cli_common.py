@@ -53,6 +53,15 @@ def global_options(func: F) -> F:
             callback=_remember,
             help="Never touch the network; serve only the store [env DK_MIRROR_OFFLINE=1].",
         ),
+        click.option(
+            "--strict-offline",
+            is_flag=True,
+            default=None,
+            expose_value=False,
+            callback=_remember,
+            help="Offline, and any attempt to reach the network is an error "
+            "[env DK_MIRROR_STRICT_OFFLINE=1].",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -72,6 +81,7 @@ def open_mirror(ctx: click.Context) -> Mirror:
         upstream=given.get("upstream"),
         transport=given.get("transport"),
         offline=given.get("offline"),
+        strict_offline=given.get("strict_offline"),
     )
     mirror = Mirror(settings)
     ctx.call_on_close(mirror.close)

@@ -18,6 +18,7 @@ ENV_DB = "DK_MIRROR_DB"
 ENV_UPSTREAM = "DK_MIRROR_UPSTREAM"
 ENV_TRANSPORT = "DK_MIRROR_TRANSPORT"
 ENV_OFFLINE = "DK_MIRROR_OFFLINE"
+ENV_STRICT_OFFLINE = "DK_MIRROR_STRICT_OFFLINE"
 ENV_API_KEY = "DEVELOPER_KNOWLEDGE_API_KEY"
 ENV_MAX_AGE = "DK_MIRROR_MAX_AGE"
 ENV_GET_RATE = "DK_MIRROR_GET_PER_MINUTE"
@@ -93,6 +94,8 @@ class Settings:
     upstream: str = GOOGLE_UPSTREAM
     transport: str = "rest"
     offline: bool = False
+    # Any attempt to reach the network is an error (CI proving it ran offline); implies offline.
+    strict_offline: bool = False
     api_key: str | None = None
     max_age: float | None = None
     get_per_minute: int = DEFAULT_GET_PER_MINUTE
@@ -121,6 +124,7 @@ class Settings:
         upstream: str | None = None,
         transport: str | None = None,
         offline: bool | None = None,
+        strict_offline: bool | None = None,
         max_age: str | None = None,
     ) -> Settings:
         """Options win over environment variables, which win over defaults."""
@@ -143,7 +147,10 @@ class Settings:
                 f"transport {chosen!r} is not one of {', '.join(TRANSPORTS)}",
                 hint=f"set {ENV_TRANSPORT} or --transport to rest or mcp",
             )
-        is_offline = offline or parse_flag(ENV_OFFLINE, env.get(ENV_OFFLINE, ""))
+        is_strict = strict_offline or parse_flag(
+            ENV_STRICT_OFFLINE, env.get(ENV_STRICT_OFFLINE, "")
+        )
+        is_offline = is_strict or offline or parse_flag(ENV_OFFLINE, env.get(ENV_OFFLINE, ""))
         age_text = max_age if max_age is not None else env.get(ENV_MAX_AGE)
         get_rate = _count(env, ENV_GET_RATE, DEFAULT_GET_PER_MINUTE, minimum=1)
         search_rate = _count(env, ENV_SEARCH_RATE, DEFAULT_SEARCH_PER_MINUTE, minimum=1)
@@ -153,6 +160,7 @@ class Settings:
             upstream=base,
             transport=chosen,
             offline=bool(is_offline),
+            strict_offline=bool(is_strict),
             api_key=env.get(ENV_API_KEY) or None,
             max_age=parse_duration(age_text) if age_text else None,
             get_per_minute=get_rate,

@@ -4,6 +4,7 @@
     ├── InvalidInput               bad names, options or files given by the user (exit 2)
     │   └── InvalidName
     ├── ConfigError                missing API key, bad URL, unusable settings (exit 1)
+    │   └── NetworkForbidden       strict offline mode and something tried to go online
     ├── NotCached                  offline and not in the store (exit 4); `.names`
     ├── StoreError                 the local database cannot be used as asked (exit 1)
     │   └── SchemaError            store revision unknown to this version of dk-mirror
@@ -51,6 +52,10 @@ class InvalidName(InvalidInput):
 
 class ConfigError(MirrorError):
     """Settings that make the request impossible (no key, bad URL, ...)."""
+
+
+class NetworkForbidden(ConfigError):
+    """Strict offline mode is on and an operation tried to reach the network."""
 
 
 class StoreError(MirrorError):

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import names as naming
 from .config import Settings
-from .errors import ConfigError, InvalidInput, NotCached, NotFound, UpstreamError
+from .errors import (
+    ConfigError,
+    InvalidInput,
+    NetworkForbidden,
+    NotCached,
+    NotFound,
+    UpstreamError,
+)
 from .models import CachedDocument, Document
 from .policy import Freshness, freshness
 from .store import Stats, Store, Summary
@@ -19,6 +26,7 @@ from .store import Stats, Store, Summary
 if TYPE_CHECKING:
     import httpx
 
+    from . import lockfile, pins, snapshot
     from .answering import AnswerResult
     from .searching import SearchResult
     from .upstream import Upstream
@@ -100,6 +108,12 @@ class Mirror:
 
     def upstream(self) -> Upstream:
         """The upstream client, created on first use; refused in offline mode."""
+        if self.settings.strict_offline:
+            raise NetworkForbidden(
+                f"strict offline mode: refusing to contact {self.settings.upstream}",
+                hint="this run must use only the store: import a snapshot or `dk-mirror sync "
+                "--locked --from SNAPSHOT` beforehand, or drop --strict-offline",
+            )
         if self.settings.offline:
             raise ConfigError(
                 "offline mode is on, so dk-mirror may not reach the upstream API",
@@ -308,12 +322,50 @@ class Mirror:
         offline = self.settings.offline if offline is None else offline
         return answering.answer(self, query, filter_text=filter, offline=offline)
 
+    # -- reproducible snapshots -------------------------------------------------------------
+
+    def export_snapshot(self, out: Path, **selection: Any) -> snapshot.Manifest:
+        """Write a snapshot file (selection: prefix, data_source, names, lock, since)."""
+        from . import pins
+
+        return pins.export(self, out, **selection)
+
+    def import_snapshot(self, path: Path) -> pins.ImportReport:
+        """Verify a snapshot, then write it all or nothing."""
+        from . import pins
+
+        return pins.import_snapshot(self, path)
+
+    def check_snapshot(self, path: Path, *, max_age: float | None = None) -> pins.CheckReport:
+        """Which pinned documents changed upstream (metadata only), and the snapshot's age."""
+        from . import pins
+
+        return pins.check(self, path, max_age=max_age)
+
+    def lock(self, requirements: Path) -> list[lockfile.LockEntry]:
+        """Resolve a requirements file into lock entries."""
+        from . import pins
+
+        return pins.lock(self, requirements)
+
+    def sync_locked(self, lock_path: Path, *, source: Path | None = None) -> pins.SyncReport:
+        """Make the store hold exactly the locked bytes."""
+        from . import pins
+
+        return pins.sync_locked(self, lock_path, source=source)
+
+    def export_markdown(self, root: Path, *, prefix: str | None = None) -> int:
+        """Write the documents as a Markdown tree with an index."""
+        from . import pins
+
+        return pins.export_markdown(self, root, prefix=prefix)
+
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None
     ) -> Iterator[Summary]:
         """Cached documents by name; `prefix` may be given in any accepted name form."""
         if prefix:
-            prefix = _prefix_form(prefix)
+            prefix = prefix_form(prefix)
         return self.store.list_documents(prefix, limit)
 
     def stats(self) -> Stats:
@@ -321,7 +373,7 @@ class Mirror:
         return self.store.stats()
 
 
-def _prefix_form(prefix: str) -> str:
+def prefix_form(prefix: str) -> str:
     """A listing prefix in canonical form, keeping a trailing slash the user typed."""
     trailing = prefix.endswith("/")
     stripped = prefix.rstrip("/")

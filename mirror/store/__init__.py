@@ -278,6 +278,26 @@ class Store:
             for row in conn.execute(query):
                 yield Summary(*row)
 
+    def iter_documents(
+        self,
+        *,
+        prefix: str | None = None,
+        data_source: str | None = None,
+        names: Sequence[str] | None = None,
+    ) -> Iterator[Document]:
+        """Documents with content in name order, streamed (for snapshots and exports)."""
+        from .bulk import iter_documents
+
+        return iter_documents(self, prefix=prefix, data_source=data_source, names=names)
+
+    def apply_changes(
+        self, put: Sequence[Document], remove: Sequence[str], *, fetched_at: float, upstream: str
+    ) -> None:
+        """Upsert `put` and delete `remove` in one transaction."""
+        from .bulk import apply_changes
+
+        apply_changes(self, put, remove, fetched_at=fetched_at, upstream=upstream)
+
     def filter_clause(self, node: Any) -> Any:
         """A parsed upstream filter (mirror.filters) as a WHERE clause over `documents`."""
         from .filter_sql import to_sql

@@ -6,7 +6,7 @@ import httpx
 
 from .. import __version__
 from ..config import ENV_API_KEY, Settings
-from ..errors import ConfigError
+from ..errors import ConfigError, NetworkForbidden
 from . import Upstream
 from .base import DEFAULT_TIMEOUT
 from .mcp import McpUpstream
@@ -24,6 +24,9 @@ def build(
     retry: RetryPolicy | None = None,
 ) -> Upstream:
     """The upstream client for `settings`; ConfigError (before any network) if it cannot work."""
+    if settings.strict_offline:
+        # Defence in depth: Mirror refuses first, but no client may exist in strict mode.
+        raise NetworkForbidden(f"strict offline mode: no client for {settings.upstream}")
     if settings.is_google and not settings.api_key:
         raise ConfigError(
             f"no API key for {settings.upstream}",

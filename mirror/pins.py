@@ -1,0 +1,266 @@
+"""Reproducible-CI use cases: export/import/check snapshots, lock and sync, Markdown trees.
+
+The file formats are in snapshot.py, snapshot_diff.py, lockfile.py and mdpaths.py (pure);
+this module connects them to the store and the upstream.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import lockfile, mdpaths, snapshot
+from .errors import InvalidInput
+from .models import Document, View
+from .snapshot_diff import apply_delta
+from .timestamps import instant_key
+
+if TYPE_CHECKING:
+    from .service import Mirror
+
+
+@dataclass(slots=True)
+class ImportReport:
+    """What a snapshot import changed."""
+
+    kind: str
+    written: int
+    removed: int
+    root: str
+
+
+@dataclass(slots=True)
+class CheckReport:
+    """Which pinned documents changed upstream since the snapshot, and how old it is."""
+
+    pinned: int
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    age_seconds: float | None = None
+    too_old: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing changed upstream and the snapshot is young enough."""
+        return not (self.changed or self.removed or self.too_old)
+
+
+def _selection(
+    prefix: str | None, data_source: str | None, names: Sequence[str] | None
+) -> dict[str, object]:
+    # Only what was asked, never when or where: the selection is part of the bytes.
+    out: dict[str, object] = {}
+    if prefix:
+        out["prefix"] = prefix
+    if data_source:
+        out["dataSource"] = data_source
+    if names is not None:
+        out["names"] = len(set(names))
+    return out
+
+
+def export(
+    mirror: Mirror,
+    out: Path,
+    *,
+    prefix: str | None = None,
+    data_source: str | None = None,
+    names: Sequence[str] | None = None,
+    lock: Path | None = None,
+    since: Path | None = None,
+) -> snapshot.Manifest:
+    """Write a full (or, with `since`, delta) snapshot of the selected documents."""
+    store = mirror.store
+    if lock is not None:
+        entries = lockfile.read_lock_file(lock)
+        names = [e.name for e in entries]
+        cached = store.get_many(names)
+        wrong = lockfile.check_locked(entries, {n: c.sha256 for n, c in cached.items()})
+        if wrong:
+            raise snapshot.SnapshotError(
+                f"the store does not hold the locked bytes of {len(wrong)} document(s):\n  "
+                + "\n  ".join(str(m) for m in wrong[:20]),
+                names=[m.name for m in wrong],
+                hint="run `dk-mirror sync --locked` first",
+            )
+    if names is not None:
+        present = {d.name for d in store.iter_documents(names=names)}
+        missing = sorted(set(names) - present)
+        if missing:
+            raise snapshot.SnapshotError(
+                f"{len(missing)} selected document(s) have no content in the store: "
+                + ", ".join(missing[:10]),
+                names=missing,
+                hint="fetch them first (dk-mirror fetch NAME...) or drop them from the selection",
+            )
+    docs = store.iter_documents(prefix=prefix, data_source=data_source, names=names)
+    selection = _selection(prefix, data_source, names)
+    if since is None:
+        return snapshot.write_full(out, docs, selection)
+    base = snapshot.read(since)
+    if base.manifest.kind != "full":
+        raise snapshot.SnapshotError(
+            f"{since} is a delta; a delta is made against a full snapshot",
+            hint="pass the full snapshot the deltas start from",
+        )
+    return snapshot.write_delta(out, base.manifest, docs, selection)
+
+
+def store_state(mirror: Mirror) -> snapshot.State:
+    """name -> (content hash, metadata hash) of every document with content in the store."""
+    return {d.name: snapshot.document_hashes(d) for d in mirror.store.iter_documents()}
+
+
+def import_snapshot(mirror: Mirror, path: Path) -> ImportReport:
+    """Verify a snapshot completely, then write it in one transaction (all or nothing)."""
+    snap = snapshot.read(path)  # raises, naming every bad document, before anything is written
+    manifest = snap.manifest
+    if manifest.kind == "delta":
+        apply_delta(store_state(mirror), snap)  # refuses a delta made on another base
+    mirror.store.apply_changes(
+        snap.documents,
+        snap.tombstones,
+        fetched_at=mirror.clock(),
+        upstream=f"snapshot {path.name}",
+    )
+    return ImportReport(manifest.kind, len(snap.documents), len(snap.tombstones), manifest.root)
+
+
+def check(mirror: Mirror, path: Path, *, max_age: float | None) -> CheckReport:
+    """Ask upstream (BASIC view: metadata only) which pinned documents changed or vanished."""
+    from .upstream.batching import iter_fetch
+
+    snap = snapshot.read(path)
+    pinned = {d.name: d for d in snap.documents}
+    report = CheckReport(pinned=len(pinned))
+    for outcome in iter_fetch(mirror.upstream(), sorted(pinned), View.BASIC):
+        report.removed.extend(outcome.missing)
+        for now in outcome.documents:
+            if _changed(pinned[now.name], now):
+                report.changed.append(now.name)
+    report.age_seconds = _age(snap.documents, path, mirror.clock())
+    report.too_old = max_age is not None and report.age_seconds > max_age
+    return report
+
+
+def _changed(pinned: Document, now: Document) -> bool:
+    newer = instant_key(now.update_time or "") or ""
+    was = instant_key(pinned.update_time or "") or ""
+    if newer and was and newer > was:
+        return True
+    length = pinned.content_length_bytes
+    return length is not None and now.content_length_bytes not in (None, length)
+
+
+def _age(docs: Iterable[Document], path: Path, now: float) -> float:
+    # Snapshots hold no wall-clock time (same documents, same bytes), so their age is the age
+    # of the newest document's updateTime; without any, the file's modification time.
+    from datetime import datetime
+
+    keys = [k for k in (instant_key(d.update_time or "") for d in docs) if k]
+    if keys:
+        newest = datetime.fromisoformat(max(keys)[:26] + "+00:00")
+        return now - newest.timestamp()
+    return now - os.stat(path).st_mtime
+
+
+def lock(mirror: Mirror, requirements: Path) -> list[lockfile.LockEntry]:
+    """Resolve a requirements file into lock entries (fetching what the store lacks)."""
+    needs = lockfile.read_requirements(requirements)
+    names: list[str] = list(needs.names)
+    for prefix in needs.prefixes:
+        found = [s.name for s in mirror.list_documents(prefix) if s.has_content]
+        if not found:
+            raise InvalidInput(
+                f"{requirements}: no cached document starts with {prefix}",
+                hint="fetch the documents under that prefix first, or remove the prefix",
+            )
+        names.extend(found)
+    for spec in needs.searches:
+        result = mirror.search_documents(spec.query, page_size=spec.limit, filter=spec.filter)
+        names.extend(r.parent for r in result.page.results)
+    names = list(dict.fromkeys(names))
+    if not mirror.settings.offline:
+        report = mirror.fetch(names)
+        if report.error:
+            raise report.error
+    cached = mirror.store.get_many(names)
+    absent = [n for n in names if n not in cached or cached[n].document.content is None]
+    if absent:
+        raise InvalidInput(
+            f"{len(absent)} required document(s) are not in the store: " + ", ".join(absent[:10]),
+            hint="go online (or import a snapshot) so `dk-mirror lock` can fetch them",
+        )
+    return sorted(lockfile.LockEntry.from_document(cached[n].document) for n in names)
+
+
+@dataclass(slots=True)
+class SyncReport:
+    """What `sync --locked` did: documents already right, written, and mismatches."""
+
+    locked: int
+    already: int = 0
+    written: int = 0
+    mismatches: list[lockfile.Mismatch] = field(default_factory=list)
+
+
+def sync_locked(mirror: Mirror, lock_path: Path, *, source: Path | None) -> SyncReport:
+    """Make the store hold exactly the locked bytes, from the store, a snapshot or upstream."""
+    entries = lockfile.read_lock_file(lock_path)
+    wanted = {e.name: e for e in entries}
+    cached = mirror.store.get_many(list(wanted))
+    have = {n: c.sha256 for n, c in cached.items()}
+    todo = {m.name for m in lockfile.check_locked(entries, have)}
+    report = SyncReport(locked=len(entries), already=len(entries) - len(todo))
+    candidates: dict[str, Document] = {}
+    if todo and source is not None:
+        snap = snapshot.read(source)
+        candidates.update((d.name, d) for d in snap.documents if d.name in todo)
+    remaining = sorted(todo - candidates.keys())
+    if remaining and not mirror.settings.offline:
+        from .upstream.batching import iter_fetch
+
+        for outcome in iter_fetch(mirror.upstream(), remaining):
+            candidates.update((d.name, d.with_derived_fields()) for d in outcome.documents)
+    good = [d for n, d in sorted(candidates.items()) if _matches(d, wanted[n])]
+    have.update({d.name: lockfile.LockEntry.from_document(d).sha256 for d in good})
+    report.mismatches = lockfile.check_locked(entries, have)
+    if report.mismatches:
+        # Nothing is written unless every locked document can be made exact.
+        return report
+    mirror.store.apply_changes(good, [], fetched_at=mirror.clock(), upstream="sync --locked")
+    report.written = len(good)
+    return report
+
+
+def _matches(doc: Document, entry: lockfile.LockEntry) -> bool:
+    return doc.content is not None and lockfile.LockEntry.from_document(doc).sha256 == entry.sha256
+
+
+def export_markdown(mirror: Mirror, root: Path, *, prefix: str | None = None) -> int:
+    """Write one .md file per document (front matter + Markdown) and an index.md under `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for doc in mirror.store.iter_documents(prefix=prefix):
+        relative = mdpaths.relative_path(doc.name)
+        target = mdpaths.check_inside(root, relative)
+        write_atomic(target, mdpaths.front_matter(doc) + (doc.content or ""))
+        entries.append((doc.name, doc.title, relative))
+    write_atomic(root / mdpaths.INDEX, mdpaths.index_markdown(entries))
+    return len(entries)
+
+
+def write_atomic(target: Path, text: str) -> None:
+    # A reader (or a crash) never sees a half-written file under the final name.
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    try:
+        temp.write_text(text, encoding="utf-8", newline="\n")
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise

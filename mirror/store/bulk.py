@@ -1,0 +1,69 @@
+"""Whole-store operations for snapshots and locks: stream documents in name order, apply changes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete, select
+
+from ..models import Document
+from . import index
+from .schema import documents
+
+if TYPE_CHECKING:
+    from . import Store
+
+# Rows fetched per round trip while streaming; bounds memory for 50,000-document stores.
+STREAM_BATCH = 500
+
+
+def iter_documents(
+    store: Store,
+    *,
+    prefix: str | None = None,
+    data_source: str | None = None,
+    names: Sequence[str] | None = None,
+) -> Iterator[Document]:
+    """Documents that have content, in name order, optionally narrowed; streamed."""
+    from . import _cached
+
+    query = select(documents).where(documents.c.content.is_not(None)).order_by(documents.c.name)
+    if prefix:
+        query = query.where(documents.c.name >= prefix, documents.c.name < prefix + "\U0010ffff")
+    if data_source:
+        query = query.where(documents.c.data_source == data_source)
+    if names is not None:
+        wanted = sorted(set(names))
+        # Chunks of names keep each IN list within SQLite's variable limit.
+        for start in range(0, len(wanted), STREAM_BATCH):
+            part = query.where(documents.c.name.in_(wanted[start : start + STREAM_BATCH]))
+            with store.engine.connect() as conn:
+                rows = conn.execute(part).all()
+            yield from (_cached(row).document for row in rows)
+        return
+    with store.engine.connect() as conn:
+        result = conn.execution_options(yield_per=STREAM_BATCH).execute(query)
+        for row in result:
+            yield _cached(row).document
+
+
+def apply_changes(
+    store: Store,
+    put: Sequence[Document],
+    remove: Sequence[str],
+    *,
+    fetched_at: float,
+    upstream: str,
+) -> None:
+    """Write `put` and delete `remove` in ONE transaction: all of it lands, or none."""
+    from . import _row
+
+    with store._writer() as conn, conn.begin():
+        if put:
+            conn.execute(store._upsert, [_row(doc, fetched_at, upstream) for doc in put])
+            index.reindex(conn, put)
+        for start in range(0, len(remove), STREAM_BATCH):
+            part = list(remove[start : start + STREAM_BATCH])
+            # Chunks go by ON DELETE CASCADE, and their FTS rows by the chunks trigger.
+            conn.execute(delete(documents).where(documents.c.name.in_(part)))

@@ -1,0 +1,259 @@
+"""Reproducible snapshots, locks and Markdown trees through Mirror and the CLI, on real files."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mirror.cli import cli
+from mirror.config import Settings
+from mirror.errors import NetworkForbidden
+from mirror.models import Document
+from mirror.service import Mirror
+from mirror.snapshot import SnapshotError
+from tests.emulator_fixtures import corpus_documents
+
+TF = "documents/www.tensorflow.org/hub/caching"
+
+
+def _docs(n: int | None = None) -> list[Document]:
+    raw = corpus_documents("tensorflow.org") + corpus_documents("developer.chrome.com-intl")[:60]
+    docs = [Document.from_api(d).with_derived_fields() for d in raw]
+    return docs[:n] if n else docs
+
+
+_OPEN: list[Mirror] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_mirrors():  # type: ignore[no-untyped-def]
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+def _store(tmp_path: Path, name: str, docs: list[Document], **settings) -> Mirror:  # type: ignore[no-untyped-def]
+    mirror = Mirror(Settings(db_url=f"sqlite:///{tmp_path / name}.sqlite3", **settings))
+    for doc in docs:  # one write per document: insertion order is what the caller gave
+        mirror.store.put([doc], fetched_at=random.random() * 1e9, upstream="test")
+    _OPEN.append(mirror)
+    return mirror
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _contents(mirror: Mirror) -> dict[str, str | None]:
+    return {d.name: d.content for d in mirror.store.iter_documents()}
+
+
+def test_same_documents_give_identical_bytes_whatever_the_order(tmp_path: Path):
+    docs = _docs()
+    shuffled = docs[:]
+    random.Random(7).shuffle(shuffled)
+    a = _store(tmp_path, "a", docs)
+    b = _store(tmp_path, "b", shuffled)
+    a.export_snapshot(tmp_path / "a1.snap")
+    a.export_snapshot(tmp_path / "a2.snap")
+    b.export_snapshot(tmp_path / "b.snap")
+    assert (
+        _digest(tmp_path / "a1.snap")
+        == _digest(tmp_path / "a2.snap")
+        == _digest(tmp_path / "b.snap")
+    )
+    empty = _store(tmp_path, "empty", [])
+    empty.import_snapshot(tmp_path / "a1.snap")
+    empty.export_snapshot(tmp_path / "round.snap")
+    assert _digest(tmp_path / "round.snap") == _digest(tmp_path / "a1.snap")
+
+
+def _flip_one_byte(src: Path, dst: Path, name: str) -> None:
+    lines = gzip.decompress(src.read_bytes()).split(b"\n")
+    for i, line in enumerate(lines):
+        if name.encode() in line and line.startswith(b'{"document"'):
+            at = line.index(b'"content":"') + 20
+            lines[i] = line[:at] + bytes([line[at] ^ 1]) + line[at + 1 :]
+            break
+    dst.write_bytes(gzip.compress(b"\n".join(lines), mtime=0))
+
+
+def test_flipped_byte_fails_verify_naming_the_document_and_import_changes_nothing(tmp_path: Path):
+    source = _store(tmp_path, "src", _docs(30))
+    good = tmp_path / "good.snap"
+    source.export_snapshot(good)
+    bad = tmp_path / "bad.snap"
+    victim = sorted(d.name for d in _docs(30))[5]
+    _flip_one_byte(good, bad, victim)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["snapshot", "verify", str(bad)])
+    assert result.exit_code == 1 and victim in result.stderr
+    assert runner.invoke(cli, ["snapshot", "verify", str(good)]).exit_code == 0
+    target = _store(tmp_path, "target", _docs(3))
+    before = _contents(target)
+    with pytest.raises(SnapshotError) as caught:
+        target.import_snapshot(bad)
+    assert victim in caught.value.names
+    assert _contents(target) == before
+
+
+@pytest.mark.parametrize("cut", [0.1, 0.5, 0.99])
+def test_truncated_snapshot_is_refused_and_the_store_untouched(tmp_path: Path, cut: float):
+    source = _store(tmp_path, "src", _docs(20))
+    good = tmp_path / "good.snap"
+    source.export_snapshot(good)
+    data = good.read_bytes()
+    truncated = tmp_path / "truncated.snap"
+    truncated.write_bytes(data[: int(len(data) * cut)])
+    target = _store(tmp_path, "target", _docs(2))
+    before = _contents(target)
+    with pytest.raises(SnapshotError, match=r"truncated|corrupt|manifest"):
+        target.import_snapshot(truncated)
+    assert _contents(target) == before
+
+
+def test_base_plus_delta_equals_full_export_and_wrong_base_is_refused(tmp_path: Path):
+    docs = _docs(40)
+    mirror = _store(tmp_path, "live", docs[:30])
+    base = tmp_path / "base.snap"
+    mirror.export_snapshot(base)
+    changed = Document.from_api(
+        {**docs[3].to_api(), "content": "# rewritten\n"}
+    ).with_derived_fields()
+    mirror.store.apply_changes([changed, *docs[30:]], [docs[7].name], fetched_at=1.0, upstream="t")
+    delta = tmp_path / "delta.snap"
+    manifest = mirror.export_snapshot(delta, since=base)
+    full = tmp_path / "full.snap"
+    assert mirror.export_snapshot(full).root == manifest.root
+    replica = _store(tmp_path, "replica", [])
+    replica.import_snapshot(base)
+    replica.import_snapshot(delta)
+    replica.export_snapshot(tmp_path / "replica.snap")
+    assert _digest(tmp_path / "replica.snap") == _digest(full)
+    wrong = _store(tmp_path, "wrong", docs[:5])
+    before = _contents(wrong)
+    with pytest.raises(SnapshotError, match="made against"):
+        wrong.import_snapshot(delta)
+    assert _contents(wrong) == before
+
+
+def test_diff_lists_added_removed_changed(tmp_path: Path):
+    docs = _docs(10)
+    mirror = _store(tmp_path, "m", docs[:8])
+    mirror.export_snapshot(tmp_path / "a.snap")
+    changed = Document.from_api({**docs[0].to_api(), "content": "# new\n"}).with_derived_fields()
+    mirror.store.apply_changes([changed, docs[8]], [docs[1].name], fetched_at=1.0, upstream="t")
+    mirror.export_snapshot(tmp_path / "b.snap")
+    result = CliRunner().invoke(
+        cli,
+        [
+            "snapshot",
+            "diff",
+            str(tmp_path / "a.snap"),
+            str(tmp_path / "b.snap"),
+            "--content",
+            "--exit-code",
+        ],
+    )
+    assert result.exit_code == 1
+    assert f"added    {docs[8].name}" in result.stdout
+    assert f"removed  {docs[1].name}" in result.stdout
+    assert f"changed  {docs[0].name} (content)" in result.stdout
+    assert "+# new" in result.stdout
+
+
+def test_check_reports_documents_changed_upstream(tmp_path: Path, emulator):
+    mirror = _store(tmp_path, "m", [], upstream=emulator.base_url, api_key=emulator.api_key)
+    names = [d["name"] for d in corpus_documents("tensorflow.org")[:5]]
+    mirror.fetch(names)
+    snap = tmp_path / "pinned.snap"
+    mirror.export_snapshot(snap)
+    assert mirror.check_snapshot(snap).ok
+    doc = next(d for d in corpus_documents("tensorflow.org") if d["name"] == names[2])
+    emulator.put({**doc, "content": doc["content"] + "\nmore\n"})
+    emulator.remove(names[4])
+    emulator.reset()
+    report = mirror.check_snapshot(snap, max_age=10 * 365 * 86400)
+    assert report.changed == [names[2]] and report.removed == [names[4]] and not report.ok
+    assert all(r.query.get("view") == ["DOCUMENT_VIEW_BASIC"] for r in emulator.requests)
+
+
+def test_lock_sync_locked_and_strict_offline(tmp_path: Path, emulator, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DK_MIRROR_DB", str(tmp_path / "ci.sqlite3"))
+    monkeypatch.setenv("DK_MIRROR_UPSTREAM", emulator.base_url)
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", emulator.api_key)
+    names = [d["name"] for d in corpus_documents("tensorflow.org")[:4]]
+    Path("dk-mirror.toml").write_text(
+        f"[docs]\nnames = {names[:2]!r}\n".replace("'", '"')
+        + 'searches = [{query = "caching model downloads", limit = 2}]\n'
+    )
+    runner = CliRunner()
+    locked = runner.invoke(cli, ["lock"])
+    assert locked.exit_code == 0, locked.stderr
+    lock_text = Path("dk-mirror.lock").read_text()
+    assert names[0] in lock_text and TF in lock_text
+    assert (
+        runner.invoke(
+            cli, ["snapshot", "export", "pinned.snap", "--lock", "dk-mirror.lock"]
+        ).exit_code
+        == 0
+    )
+
+    # A fresh CI store, strict offline: sync from the snapshot works with zero requests.
+    monkeypatch.setenv("DK_MIRROR_DB", str(tmp_path / "fresh.sqlite3"))
+    emulator.reset()
+    ok = runner.invoke(cli, ["--strict-offline", "sync", "--locked", "--from", "pinned.snap"])
+    assert ok.exit_code == 0, ok.stderr
+    assert runner.invoke(cli, ["get", "--strict-offline", TF]).exit_code == 0
+    assert emulator.count() == 0
+
+    # Strict offline: every operation that would reach the network is an error, not a fallback.
+    monkeypatch.setenv("DK_MIRROR_STRICT_OFFLINE", "1")
+    for args in (["fetch", names[3]], ["get", names[3]], ["snapshot", "check", "pinned.snap"]):
+        result = runner.invoke(cli, args)
+        assert result.exit_code != 0, args
+        assert "strict offline" in result.stderr or "not in the local store" in result.stderr
+    with pytest.raises(NetworkForbidden):
+        Mirror(Settings.resolve()).upstream()
+    assert emulator.count() == 0
+    monkeypatch.delenv("DK_MIRROR_STRICT_OFFLINE")
+
+    # One locked document changes upstream: sync (online, from an empty store) names it, writes nothing.
+    doc = next(d for d in corpus_documents("tensorflow.org") if d["name"] == names[1])
+    emulator.put({**doc, "content": "# changed upstream\n"})
+    monkeypatch.setenv("DK_MIRROR_DB", str(tmp_path / "other.sqlite3"))
+    failed = runner.invoke(cli, ["sync", "--locked"])
+    assert (
+        failed.exit_code == 1
+        and names[1] in failed.stderr
+        and "nothing was written" in failed.stderr
+    )
+    status = runner.invoke(cli, ["status", "--json"])
+    assert '"documents": 0' in status.stdout
+
+
+def test_export_md_writes_a_deterministic_contained_tree(tmp_path: Path):
+    docs = _docs(25)
+    mirror = _store(tmp_path, "m", docs)
+    assert mirror.export_markdown(tmp_path / "one") == 25
+    mirror.export_markdown(tmp_path / "two")
+    files_one = sorted(
+        p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file()
+    )
+    files_two = sorted(
+        p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file()
+    )
+    assert files_one == files_two and len(files_one) == 26  # 25 documents + index.md
+    for rel in files_one:
+        assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes()
+        assert (tmp_path / "one" / rel).resolve().is_relative_to((tmp_path / "one").resolve())
+    page = (tmp_path / "one" / "www.tensorflow.org" / "hub" / "caching.md").read_text()
+    assert page.startswith("---\n") and 'name: "documents/www.tensorflow.org/hub/caching"' in page
+    assert "caching.md" in (tmp_path / "one" / "index.md").read_text()
+    assert not list((tmp_path / "one").rglob("*.tmp"))
