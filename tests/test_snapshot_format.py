@@ -258,7 +258,7 @@ def test_a_line_that_is_no_longer_json_names_its_document(tmp_path: Path) -> Non
         (lambda ls: ls[:-1], "no manifest: file truncated?"),
         (lambda ls: [ls[-1], *ls[:-1]], "a line after the manifest"),
         (lambda ls: [ls[1], ls[0], *ls[2:]], "out of order"),
-        (lambda ls: [b" " + ls[0], *ls[1:]], "line 1: not canonical JSON"),
+        (lambda ls: [*ls[:-1], b" " + ls[-1]], "not canonical JSON"),
         (lambda ls: [b"\xff" + ls[0], *ls[1:]], "line 1: not UTF-8"),
         (lambda ls: [b'{"other":1}', *ls], "line 1: unknown line type"),
         (lambda ls: [b"[1]", *ls], "line 1: not an object"),

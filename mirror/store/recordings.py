@@ -9,14 +9,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select, update
 
+from ..canonical import canonical_json
 from ..models import Answer, Document, SearchPage
 from .schema import documents
 from .schema_records import answers, quota_usage, search_pages
-
-
-def canonical_json(data: Any) -> str:
-    """JSON with sorted keys and fixed separators: equal data, equal bytes."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
