@@ -64,8 +64,19 @@ def answer_key(query: str, filter_text: str | None) -> str:
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
-def answer(mirror: Mirror, query: str, *, filter_text: str | None, offline: bool) -> AnswerResult:
-    """Answer a question: upstream (counted against the daily quota) or from what is local."""
+def answer(
+    mirror: Mirror,
+    query: str,
+    *,
+    filter_text: str | None,
+    offline: bool,
+    prefer_recorded: bool = False,
+) -> AnswerResult:
+    """Answer a question: upstream (counted against the daily quota) or from what is local.
+
+    `prefer_recorded`: online, a recorded answer to the same question is served without
+    spending the daily quota (a server in cache-first mode).
+    """
     text = (query or "").strip()
     if not text:
         raise InvalidInput("the question is empty", hint="ask a question in words")
@@ -73,7 +84,7 @@ def answer(mirror: Mirror, query: str, *, filter_text: str | None, offline: bool
     canonical = filters.to_text(node) if node is not None else None
     key = answer_key(text, canonical)
     recorded = mirror.store.recordings.answer(key)
-    if offline:
+    if offline or (prefer_recorded and recorded):
         return _recorded(mirror, recorded) if recorded else _extractive(mirror, text, node)
     limit = mirror.settings.answers_per_day
     day = quota_day(mirror.clock())

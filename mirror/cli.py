@@ -14,6 +14,7 @@ from .cli_admin import admin_commands
 from .cli_common import Progress, duration, global_options, json_option, open_mirror
 from .cli_pins import pin_commands
 from .cli_search import search_commands
+from .cli_serve import serve
 from .errors import MirrorError
 
 EXIT_NOT_FOUND = 3
@@ -164,6 +165,7 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
 
 for command in [*search_commands, *pin_commands, *admin_commands]:
     cli.add_command(command)
+cli.add_command(serve)
 
 
 def main() -> None:

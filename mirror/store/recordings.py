@@ -173,6 +173,7 @@ class Recordings:
         """Keep metadata seen in search results: new names get a metadata-only row; cached
         ones whose upstream `updateTime` is newer are marked stale via `seen_update_time`."""
         from ..policy import newer
+        from . import _row
 
         if not docs:
             return
@@ -189,7 +190,7 @@ class Recordings:
             fresh_rows = []
             for name, doc in by_name.items():
                 if name not in known:
-                    fresh_rows.append(_metadata_row(doc, at, upstream))
+                    fresh_rows.append(_row(doc.basic(), at, upstream))
                     continue
                 stored, seen = known[name]
                 if newer(doc.update_time, stored) and newer(doc.update_time, seen or stored):
@@ -200,21 +201,3 @@ class Recordings:
                     )
             if fresh_rows:
                 conn.execute(documents.insert(), fresh_rows)
-
-
-def _metadata_row(doc: Document, at: float, upstream: str) -> dict[str, Any]:
-    return {
-        "name": doc.name,
-        "uri": doc.uri,
-        "title": doc.title,
-        "description": doc.description,
-        "data_source": doc.data_source,
-        "update_time": doc.update_time,
-        "content_length_bytes": doc.content_length_bytes,
-        "content": None,
-        "extra_json": None,
-        "content_sha256": None,
-        "fetched_at": at,
-        "upstream": upstream,
-        "seen_update_time": None,
-    }

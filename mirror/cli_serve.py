@@ -1,0 +1,152 @@
+"""`dk-mirror serve`: the mirror as an MCP server (stdio or HTTP), a REST API and a browser.
+
+The web stack (mcp, starlette, uvicorn) is imported inside the command, so every other
+command starts without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from .cli_common import global_options, open_mirror
+from .config import ENV_SERVE_TOKEN
+from .errors import ConfigError
+from .serve.options import DEFAULT_HOST, DEFAULT_PORT, MODES, ServeOptions
+
+log = logging.getLogger("mirror.serve")
+
+
+@click.command()
+@click.option("--stdio", is_flag=True, help="Speak MCP over stdin/stdout (an agent starts us).")
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port to listen on (0: any free port).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="cache-first",
+    show_default=True,
+    help="cache-first: the store, then upstream (with --allow-fetch); offline: the store only; "
+    "live: upstream every time (needs --allow-fetch).",
+)
+@click.option(
+    "--allow-fetch",
+    is_flag=True,
+    help="Let requests fetch misses from upstream and write the store (default: read-only).",
+)
+@click.option(
+    "--token",
+    envvar=ENV_SERVE_TOKEN,
+    metavar="TOKEN",
+    help=f"Require `Authorization: Bearer TOKEN` on every request; needed off loopback "
+    f"[env {ENV_SERVE_TOKEN}].",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also accept this Host name (e.g. the machine's DNS name); repeatable.",
+)
+@global_options
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    stdio: bool,
+    host: str,
+    port: int,
+    mode: str,
+    allow_fetch: bool,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+) -> None:
+    """Serve the mirror: MCP at /mcp, REST at /v1/, the docs browser at /.
+
+    Read-only by default: only what is in the store is served, and nothing is fetched or
+    written unless --allow-fetch is given. Binds 127.0.0.1; any other address needs a token.
+    """
+    # Nothing but JSON-RPC may reach stdout in stdio mode, not even from opening the store.
+    with _stdout_to_stderr(stdio):
+        mirror = open_mirror(ctx)
+        if mirror.settings.offline:
+            if allow_fetch or mode == "live":
+                raise ConfigError(
+                    "--offline (or DK_MIRROR_OFFLINE) contradicts --allow-fetch and live mode",
+                    hint="drop one of them",
+                )
+            mode = "offline"
+        options = ServeOptions(
+            mode=mode,
+            allow_fetch=allow_fetch,
+            host=DEFAULT_HOST if stdio else host,
+            port=port,
+            token=token or None,
+            allowed_hosts=allow_hosts,
+        )
+        _configure_logging()
+        from .serve import app, runner
+        from .serve.mcp_tools import build_server
+
+        if stdio:
+            app.prepare(mirror, options)
+            server = build_server(mirror, options)
+            log.info(
+                "dk-mirror serve: MCP over stdio (%s); store %s",
+                options.describe(),
+                mirror.store.url,
+            )
+        else:
+            built = app.build_app(mirror, options)
+            sock = runner.bind(host, port)
+            log.info(
+                "dk-mirror serve: %s -- MCP at /mcp, REST at /v1/, browser at / (%s%s); store %s",
+                runner.url_of(sock),
+                options.describe(),
+                ", bearer token required" if options.token else "",
+                mirror.store.url,
+            )
+            log.info("accepting Host names: %s", ", ".join(sorted(options.host_names())))
+    if stdio:
+        runner.serve_stdio(server)
+    else:
+        runner.serve_http(built, sock)
+
+
+@contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """Point file descriptor 1 at stderr for the duration (a stray print cannot break stdio)."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()  # anything Python buffered goes to stderr, not later to the wire
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _configure_logging() -> None:
+    """Diagnostics to stderr at INFO; the libraries' chatter only when it matters."""
+    # basicConfig leaves a logging setup that already exists (an embedding program's) alone.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("mcp", "httpx", "httpx2", "uvicorn.error", "uvicorn.access", "sse_starlette"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,0 +1,97 @@
+"""One Starlette app on one port: MCP at /mcp, REST under /v1/ and /v1alpha/, the browser at /."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from .mcp_tools import build_server
+from .options import ServeOptions
+from .rest_api import rest_routes
+from .security import RequestGuard
+
+if TYPE_CHECKING:
+    from ..service import Mirror
+
+MCP_PATH = "/mcp"
+_WEB_MODULE = f"{__package__}.web"
+
+
+def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
+    """The whole server for `mirror`, every route behind the Host/Origin/token guard."""
+    prepare(mirror, options)
+    server = build_server(mirror, options)
+    # Stateless, plain-JSON streamable HTTP, like Google's endpoint: a client may call
+    # tools/call without initialize or a session, and every answer is one JSON body.
+    mcp_http = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=transport_security(options),
+    )
+    routes: list[BaseRoute] = [
+        *mcp_http.routes,
+        *rest_routes(mirror, options),
+        *browser_routes(mirror, options),
+    ]
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with server.session_manager.run():
+            yield
+
+    return Starlette(
+        routes=routes, middleware=[Middleware(RequestGuard, options=options)], lifespan=lifespan
+    )
+
+
+def prepare(mirror: Mirror, options: ServeOptions) -> None:
+    """Open the store, and the upstream client when fetching, before the first request.
+
+    Requests run on many threads at once; opening both now avoids racing to open them, and a
+    setup problem (no API key, a bad store) stops the start instead of failing every request.
+    """
+    _ = mirror.store
+    if options.fetches:
+        mirror.upstream()
+
+
+def transport_security(options: ServeOptions) -> TransportSecuritySettings:
+    """The MCP SDK's own Host/Origin check, with the same names as RequestGuard (belt and braces)."""
+    names = sorted(options.host_names())
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[form for name in names for form in (name, f"{name}:*")],
+        allowed_origins=[
+            f"{scheme}://{name}{port}"
+            for name in names
+            for scheme in ("http", "https")
+            for port in ("", ":*")
+        ],
+    )
+
+
+def browser_routes(mirror: Mirror, options: ServeOptions) -> list[BaseRoute]:
+    """The docs browser's routes when `web.py` provides `web_routes`, else a plain index at /."""
+    if importlib.util.find_spec(_WEB_MODULE) is not None:
+        factory = getattr(importlib.import_module(_WEB_MODULE), "web_routes", None)
+        if factory is not None:
+            return list(factory(mirror, {"allow_fetch": options.fetches}))
+    return [Route("/", _index, methods=["GET"])]
+
+
+async def _index(_request: Request) -> Response:
+    return PlainTextResponse(
+        "dk-mirror: MCP (streamable HTTP) at /mcp, REST v1 at /v1/documents/..., "
+        "/v1/documents:batchGet, /v1/documents:searchDocumentChunks, /v1:answerQuery\n"
+    )

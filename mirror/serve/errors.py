@@ -1,0 +1,121 @@
+"""The mirror's exception tree as Google-style errors: REST JSON bodies and MCP tool errors.
+
+    InvalidInput, BadRequest          400 INVALID_ARGUMENT
+    NotCached (miss, not fetching)    404 NOT_FOUND   names the nearest cached documents
+    NotFound (upstream has none)      404 NOT_FOUND
+    QuotaExceeded                     429 RESOURCE_EXHAUSTED
+    Unavailable                       503 UNAVAILABLE         (worth a retry)
+    other upstream / config errors    502 UNAVAILABLE         (this mirror's upstream failed)
+    StoreError                        500 INTERNAL
+    anything else                     500 INTERNAL            (details stay in the server log)
+
+A miss while not allowed to fetch is a 404, not a 503: retrying will not help (clients retry
+503), and a 404 that names the missing document lets a downstream dk-mirror narrow a batch
+down to it and still cache the rest, as it does with Google's atomic batchGet 404.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
+
+from ..errors import (
+    BadRequest,
+    InvalidInput,
+    MirrorError,
+    NotCached,
+    NotFound,
+    QuotaExceeded,
+    StoreError,
+    Unavailable,
+    UpstreamError,
+)
+
+log = logging.getLogger("mirror.serve")
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    """One error as the API reports it: HTTP status, google.rpc code name, message."""
+
+    status: int
+    code: str
+    message: str
+
+    def body(self) -> dict[str, Any]:
+        """The `{"error": {"code", "message", "status"}}` JSON Google sends."""
+        return {"error": {"code": self.status, "message": self.message, "status": self.code}}
+
+    def tool_text(self) -> str:
+        """The text of an MCP tool error: the code word first, so clients can classify it."""
+        return f"{self.code} ({self.status}): {self.message}"
+
+
+def make(status: int, message: str) -> ApiError:
+    """An ApiError for `status` with the matching google.rpc code name."""
+    return ApiError(status, _STATUS_NAMES.get(status, "UNKNOWN"), message)
+
+
+def _status_of(exc: MirrorError) -> int:
+    if isinstance(exc, InvalidInput | BadRequest):
+        return 400
+    if isinstance(exc, NotCached | NotFound):
+        return 404
+    if isinstance(exc, QuotaExceeded):
+        return 429
+    if isinstance(exc, Unavailable):
+        return 503
+    if isinstance(exc, StoreError):
+        return 500
+    # AuthError, PermissionDenied, ProtocolError, ConfigError: the mirror's own upstream (or
+    # setup) failed; the caller's request and credentials are fine, and a retry will not help.
+    return 502
+
+
+def from_exception(exc: BaseException, *, secret: str | None = None) -> ApiError:
+    """The ApiError for any exception; unexpected ones say only 'internal error'."""
+    if not isinstance(exc, MirrorError):
+        log.exception("unexpected error while serving a request", exc_info=exc)
+        return make(500, "internal error in dk-mirror; the server log has the details")
+    status = _status_of(exc)
+    message = exc.message
+    if status == 502:
+        cause = "upstream failed" if isinstance(exc, UpstreamError) else "setup is unusable"
+        message = f"this mirror's {cause}: {message}"
+    if exc.hint:
+        message = f"{message}\nhint: {exc.hint}"
+    return make(status, scrub(message, secret))
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """`text` without the upstream API key (the error tree never quotes it; this is a backstop)."""
+    return text.replace(secret, "***") if secret else text
+
+
+def tool_error(error: ApiError) -> CallToolResult:
+    """An MCP tool result with `isError` set and the message as text."""
+    return CallToolResult(content=[TextContent(type="text", text=error.tool_text())], is_error=True)
+
+
+def tool_result(payload: dict[str, Any]) -> CallToolResult:
+    """An MCP tool result: `structuredContent` plus the same JSON as a text block."""
+    # ASCII with \u escapes: the same JSON to any reader, and encoded twice as fast.
+    text = json.dumps(payload)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=payload, is_error=False
+    )

@@ -1,0 +1,201 @@
+"""REST v1 (and v1alpha) with Google's paths, parameters, JSON and error bodies, over the mirror.
+
+    GET  /v1/documents/{name=**}?view=                 Document
+    GET  /v1/documents:batchGet?names=...&view=        {"documents": [...]} in request order
+    GET  /v1/documents:searchDocumentChunks?query&pageSize&pageToken&filter
+    POST /v1:answerQuery  {"query", "filter"}          {"answer": {...}}
+
+`key`, `X-Goog-Api-Key` and the other system parameters (`alt`, `prettyPrint`, `fields`, ...)
+are accepted and ignored: the mirror has its own auth (security.py) and returns whole messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from ..errors import InvalidInput
+from ..models import Document, View
+from . import calls, errors
+from .options import ServeOptions
+
+if TYPE_CHECKING:
+    from ..service import Mirror
+
+VERSIONS = ("v1", "v1alpha")
+JSON_TYPE = "application/json; charset=UTF-8"
+# DocumentView by enum name or number; UNSPECIFIED means the method's default (CONTENT).
+_VIEWS = {
+    "DOCUMENT_VIEW_UNSPECIFIED": View.CONTENT,
+    "DOCUMENT_VIEW_BASIC": View.BASIC,
+    "DOCUMENT_VIEW_FULL": View.FULL,
+    "DOCUMENT_VIEW_CONTENT": View.CONTENT,
+    "0": View.CONTENT,
+    "1": View.BASIC,
+    "2": View.FULL,
+    "3": View.CONTENT,
+}
+_ANSWER_FIELDS = frozenset({"query", "filter"})
+ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+def rest_routes(mirror: Mirror, options: ServeOptions) -> list[BaseRoute]:
+    """Routes for /v1 and /v1alpha (the two versions share one message set)."""
+    api = _RestApi(mirror, options)
+    routes: list[BaseRoute] = []
+    for version in VERSIONS:
+        routes += [
+            Route(f"/{version}/documents:batchGet", api.batch_get, methods=["GET"]),
+            Route(f"/{version}/documents:searchDocumentChunks", api.search, methods=["GET"]),
+            Route(f"/{version}/documents/{{name:path}}", api.get, methods=["GET"]),
+            Route(f"/{version}:answerQuery", api.answer, methods=["POST"]),
+            # Anything else under the version answers as Google does: a JSON 404.
+            Route(f"/{version}/{{rest:path}}", api.unknown, methods=ANY_METHOD),
+            Route(f"/{version}:{{verb}}", api.unknown, methods=ANY_METHOD),
+        ]
+    return routes
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """Compact JSON with Google's content type."""
+    # ASCII with \u escapes: the same JSON to any parser, and encoded twice as fast.
+    body = json.dumps(data, separators=(",", ":")).encode("ascii")
+    return Response(body, status, headers=headers, media_type=JSON_TYPE)
+
+
+def error_response(error: errors.ApiError, headers: dict[str, str] | None = None) -> Response:
+    """A Google-style error body with its HTTP status."""
+    return json_response(error.body(), error.status, headers)
+
+
+def view_of(raw: str | None) -> View:
+    """The DocumentView a `view` parameter asks for (CONTENT when absent)."""
+    if raw is None or raw == "":
+        return View.CONTENT
+    view = _VIEWS.get(raw)
+    if view is None:
+        raise InvalidInput(
+            f"Invalid value at 'view' (type.googleapis.com/google.developers.knowledge.v1."
+            f'DocumentView), "{raw}"',
+            hint="use DOCUMENT_VIEW_BASIC, DOCUMENT_VIEW_CONTENT or DOCUMENT_VIEW_FULL",
+        )
+    return view
+
+
+def in_view(doc: Document, view: View) -> dict[str, Any]:
+    """A Document's JSON as upstream returns it in `view` (with `view` set, as upstream does)."""
+    shown = doc.basic() if view is View.BASIC else replace(doc, view=view.value)
+    return shown.to_api()
+
+
+def page_size_of(raw: str | None) -> int | None:
+    """`pageSize` as an int32 (0 or absent: the default); Google's 400 for anything else."""
+    if raw is None or raw == "":
+        return None
+    try:
+        size = int(raw)
+    except ValueError:
+        raise InvalidInput(f"Invalid value at 'page_size' (TYPE_INT32), \"{raw}\"") from None
+    if size < 0:
+        raise InvalidInput("page_size must not be negative", hint="give a page size from 1 to 100")
+    return size or None
+
+
+class _RestApi:
+    """The route handlers; each parses, calls `calls`, and renders JSON."""
+
+    def __init__(self, mirror: Mirror, options: ServeOptions) -> None:
+        self.mirror = mirror
+        self.options = options
+        self.secret = mirror.settings.api_key
+
+    async def _run(self, work: Callable[[], Any]) -> Response:
+        # Mirror calls block (SQLite, upstream HTTP); they run in the thread pool.
+        try:
+            return json_response(await run_in_threadpool(work))
+        except Exception as exc:
+            return error_response(errors.from_exception(exc, secret=self.secret))
+
+    async def get(self, request: Request) -> Response:
+        """GET /v1/documents/{name=**}."""
+        name = "documents/" + request.path_params["name"]
+
+        def work() -> dict[str, Any]:
+            view = view_of(request.query_params.get("view"))
+            result = calls.get_documents(self.mirror, self.options, [name])
+            return in_view(result.documents[0], view)
+
+        return await self._run(work)
+
+    async def batch_get(self, request: Request) -> Response:
+        """GET /v1/documents:batchGet?names=...&names=...&view=."""
+        names = request.query_params.getlist("names")
+
+        def work() -> dict[str, Any]:
+            view = view_of(request.query_params.get("view"))
+            if not names:
+                raise InvalidInput("names is required: give at least one document name")
+            result = calls.get_documents(self.mirror, self.options, names)
+            return {"documents": [in_view(doc, view) for doc in result.documents]}
+
+        return await self._run(work)
+
+    async def search(self, request: Request) -> Response:
+        """GET /v1/documents:searchDocumentChunks."""
+        params = request.query_params
+
+        def work() -> dict[str, Any]:
+            result = calls.search_documents(
+                self.mirror,
+                self.options,
+                params.get("query", ""),
+                page_size=page_size_of(params.get("pageSize")),
+                page_token=params.get("pageToken") or None,
+                filter=params.get("filter") or None,
+            )
+            return result.page.to_api()
+
+        return await self._run(work)
+
+    async def answer(self, request: Request) -> Response:
+        """POST /v1:answerQuery with an AnswerQueryRequest body."""
+        raw = await request.body()
+
+        def work() -> dict[str, Any]:
+            query, filter_text = _answer_request(raw)
+            result = calls.answer_query(self.mirror, self.options, query, filter=filter_text)
+            return result.answer.to_api()
+
+        return await self._run(work)
+
+    async def unknown(self, request: Request) -> Response:
+        """Any other method or path under a version prefix: Google's JSON 404."""
+        return error_response(
+            errors.make(404, f"Method not found: {request.method} {request.url.path}")
+        )
+
+
+def _answer_request(raw: bytes) -> tuple[str, str | None]:
+    """`query` and `filter` from an AnswerQueryRequest body, refusing what Google refuses."""
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        raise InvalidInput("Invalid JSON payload received.") from None
+    if not isinstance(data, dict):
+        raise InvalidInput("Invalid JSON payload received: the body must be a JSON object.")
+    unknown = sorted(set(data) - _ANSWER_FIELDS)
+    if unknown:
+        raise InvalidInput(
+            f'Invalid JSON payload received. Unknown name "{unknown[0]}": Cannot find field.'
+        )
+    query, filter_text = data.get("query", ""), data.get("filter")
+    if not isinstance(query, str) or (filter_text is not None and not isinstance(filter_text, str)):
+        raise InvalidInput("query and filter must be strings")
+    return query, filter_text or None

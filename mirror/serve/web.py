@@ -1,0 +1,273 @@
+"""The offline docs browser: server-rendered pages over `Mirror`, no JavaScript, no CDN.
+
+`web_routes(mirror, options)` returns the routes; `serve/app.py` mounts them at `/`. Every
+handler is a plain function (Starlette runs it in its thread pool, as Mirror calls block).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .. import names as naming
+from ..errors import InvalidInput, MirrorError, NotCached, NotFound, UpstreamError
+from ..snippets import best_window
+from . import web_links, web_markdown, web_sanitize, web_views
+from .web_render import STATIC_DIR, page
+
+if TYPE_CHECKING:
+    from ..service import Mirror
+
+# More candidate names than this in one page are not looked up (the rest count as missing).
+MAX_LINK_LOOKUP = 2000
+# How long the set of mirrored hosts is reused between pages (it only matters for marking).
+HOSTS_TTL = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class WebOptions:
+    """How the browser may behave; the default never contacts upstream."""
+
+    allow_fetch: bool = False  # pages may fetch misses (documents, search) from upstream
+    page_size: int = 10  # search results per page
+
+    @classmethod
+    def of(cls, value: object) -> WebOptions:
+        """Options from a WebOptions, a dict with its keys, serve's ServeOptions, or None."""
+        if value is None or isinstance(value, WebOptions):
+            return value or cls()
+        if isinstance(value, Mapping):
+            known = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in value.items() if k in known})
+        # ServeOptions (serve/options.py): `fetches` is its final say on contacting upstream.
+        return cls(allow_fetch=bool(getattr(value, "fetches", False)))
+
+
+def web_routes(mirror: Mirror, options: object = None) -> list[BaseRoute]:
+    """The browser's routes: /, /browse/, /doc/{name}, /search, /status and /static."""
+    pages = _Pages(mirror, WebOptions.of(options))
+    return [
+        Route("/", pages.home, methods=["GET", "HEAD"], name="web_home"),
+        Route("/browse", pages.browse_root, methods=["GET", "HEAD"]),
+        Route("/browse/{path:path}", pages.browse, methods=["GET", "HEAD"], name="web_browse"),
+        Route("/doc/{name:path}", pages.document, methods=["GET", "HEAD"], name="web_doc"),
+        Route("/search", pages.search, methods=["GET", "HEAD"], name="web_search"),
+        Route("/status", pages.status, methods=["GET", "HEAD"], name="web_status"),
+        Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="web_static"),
+    ]
+
+
+def _errors(
+    handler: Callable[[_Pages, Request], Response],
+) -> Callable[[_Pages, Request], Response]:
+    """Turn a MirrorError into an error page (messages never carry the API key)."""
+
+    def wrapped(self: _Pages, request: Request) -> Response:
+        try:
+            return handler(self, request)
+        except MirrorError as exc:
+            status = 400 if isinstance(exc, InvalidInput) else 500
+            if isinstance(exc, UpstreamError):
+                status = 502
+            return page("error.html", status, code=status, error=exc)
+
+    return wrapped
+
+
+class _Pages:
+    def __init__(self, mirror: Mirror, options: WebOptions) -> None:
+        self.mirror = mirror
+        self.options = options
+        self._hosts: tuple[float, frozenset[str]] | None = None
+        self._lock = threading.Lock()
+
+    def _offline(self) -> bool:
+        return not self.options.allow_fetch
+
+    def mirrored_hosts(self) -> frozenset[str]:
+        """Hosts with at least one mirrored document (cached for a few seconds)."""
+        with self._lock:
+            now = time.monotonic()
+            if self._hosts is None or now - self._hosts[0] > HOSTS_TTL:
+                self._hosts = (now, frozenset(self.mirror.stats().by_data_source))
+            return self._hosts[1]
+
+    @_errors
+    def home(self, request: Request) -> Response:
+        stats = self.mirror.stats()
+        sources = [(src, n, _browse_url(src)) for src, n in sorted(stats.by_data_source.items())]
+        return page(
+            "home.html", stats=stats, sources=sources, now=self.mirror.clock(), section="home"
+        )
+
+    def browse_root(self, request: Request) -> Response:
+        return RedirectResponse("/browse/", status_code=308)
+
+    @_errors
+    def browse(self, request: Request) -> Response:
+        path = str(request.path_params.get("path", "")).strip("/")
+        prefix = naming.PREFIX
+        if path:
+            try:
+                prefix = naming.normalize(path) + "/"
+            except InvalidInput:
+                return self._not_found(request, path, "that is not a folder of document names")
+        found = web_views.listing(prefix, self.mirror.list_documents(prefix.rstrip("/")))
+        status = 200 if found.total or found.own_page or prefix == naming.PREFIX else 404
+        return page(
+            "browse.html",
+            status,
+            listing=found,
+            crumbs=web_views.crumbs(prefix),
+            now=self.mirror.clock(),
+            section="browse",
+        )
+
+    @_errors
+    def document(self, request: Request) -> Response:
+        raw = str(request.path_params.get("name", ""))
+        try:
+            name = naming.normalize(raw)
+        except InvalidInput as exc:
+            return self._not_found(request, raw, exc.message)
+        if raw != name[len(naming.PREFIX) :]:
+            # One URL per document: trailing slashes, `documents/` or a scheme redirect.
+            return RedirectResponse(web_links.doc_path(name), status_code=308)
+        try:
+            result = self.mirror.get_documents([name], offline=self._offline())
+        except (NotCached, NotFound):
+            return self._not_found(request, name, None)
+        doc, served = result.documents[0], result.served[0]
+        base_uri = doc.uri or naming.uri_of(name)
+        body = web_sanitize.parse(
+            web_markdown.render(web_views.without_title(doc.content or "", doc.title))
+        )
+        # One batched lookup answers "is it mirrored?" for every link on the page.
+        wanted = web_links.all_candidates(body.hrefs, base_uri)[:MAX_LINK_LOOKUP]
+        existing = frozenset(self.mirror.store.get_many(wanted)) if wanted else frozenset()
+        hosts = self.mirrored_hosts()
+        html = body.render(
+            lambda href: web_links.classify(href, base_uri, existing, hosts, current=name)
+        )
+        parent = name.rsplit("/", 1)[0] + "/"
+        return page(
+            "doc.html",
+            doc=doc,
+            description=web_views.plain_text(doc.description or ""),
+            served=served,
+            warnings=result.warnings,
+            content_html=html,
+            has_content=doc.content is not None,
+            folder_url=web_views.browse_path(parent),
+            crumbs=web_views.crumbs(parent),
+            now=self.mirror.clock(),
+            section="browse",
+        )
+
+    @_errors
+    def search(self, request: Request) -> Response:
+        q = request.query_params.get("q", "").strip()
+        token = request.query_params.get("page") or None
+        if not q:
+            return page("search.html", q="", result=None, hits=[], section="search")
+        try:
+            result = self.mirror.search_documents(
+                q, page_size=self.options.page_size, page_token=token, offline=self._offline()
+            )
+        except InvalidInput as exc:
+            return page("search.html", 400, q=q, result=None, hits=[], error=exc)
+        parents = list(dict.fromkeys(chunk.parent for chunk in result.page.results))
+        mirrored = frozenset(self.mirror.store.get_many(parents)) if parents else frozenset()
+        hits = [
+            {
+                "name": chunk.parent,
+                "title": (chunk.document.title if chunk.document else None)
+                or chunk.parent[len(naming.PREFIX) :],
+                "url": web_links.doc_path(chunk.parent)
+                if chunk.parent in mirrored
+                else naming.uri_of(chunk.parent),
+                "mirrored": chunk.parent in mirrored,
+                "snippet": best_window(web_views.plain_text(chunk.content), q),
+                "source": chunk.source or result.source,
+                "data_source": (chunk.document.data_source if chunk.document else None)
+                or naming.uri_of(chunk.parent).split("/")[2],
+            }
+            for chunk in result.page.results
+        ]
+        token_next = result.page.next_page_token
+        return page(
+            "search.html",
+            q=q,
+            result=result,
+            hits=hits,
+            next_url="/search?" + urlencode({"q": q, "page": token_next}) if token_next else None,
+            first_url="/search?" + urlencode({"q": q}) if token else None,
+            section="search",
+        )
+
+    @_errors
+    def status(self, request: Request) -> Response:
+        now = self.mirror.clock()
+        stats = self.mirror.stats()
+        ages = web_views.age_buckets(self.mirror.list_documents(), now)
+        store = self.mirror.store
+        settings = self.mirror.settings
+        info = [
+            ("Store", store.url),
+            ("Database", store.engine.dialect.name),
+            *([("SQLite library", sqlite3.sqlite_version)] if store.journal_mode() else []),
+            ("Journal mode", store.journal_mode() or "—"),
+            ("Schema revision", store.revision() or "—"),
+            ("Local search index", "yes" if store.has_search_index() else "no"),
+            ("Upstream", _public_url(settings.upstream) + f" ({settings.transport})"),
+            ("API key", "configured" if settings.api_key else "not configured"),
+            ("Offline mode", "on" if settings.offline else "off"),
+            ("Browser may fetch", "yes" if self.options.allow_fetch else "no (offline only)"),
+        ]
+        return page(
+            "status.html",
+            stats=stats,
+            ages=ages,
+            buckets=[label for label, _ in web_views.AGE_BUCKETS],
+            chart=web_views.age_chart(ages),
+            info=info,
+            now=now,
+            section="status",
+        )
+
+    def _not_found(self, request: Request, wanted: str, reason: str | None) -> Response:
+        nearest = self.mirror.suggest_names(wanted, limit=10) if reason is None else []
+        return page(
+            "not_found.html",
+            404,
+            wanted=wanted,
+            reason=reason,
+            nearest=nearest,
+            allow_fetch=self.options.allow_fetch,
+            section="",
+        )
+
+
+def _browse_url(source: str) -> str | None:
+    try:
+        return web_views.browse_path(naming.normalize(source) + "/")
+    except InvalidInput:
+        return None
+
+
+def _public_url(url: str) -> str:
+    """`url` without any userinfo, query or fragment (which could hold a secret)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"

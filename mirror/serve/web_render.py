@@ -1,0 +1,68 @@
+"""Jinja2 environment and HTML responses for the browser pages (escaping on by default)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.responses import HTMLResponse
+
+from .web_links import doc_path
+from .web_views import ago, browse_path, when
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES_DIR = HERE / "templates"
+STATIC_DIR = HERE / "static"
+
+# Pages load only our own stylesheet: no script runs at all, no inline style, images only from
+# here or data: URIs, and nothing may frame the pages or send a form elsewhere.
+CSP = (
+    "default-src 'self'; style-src 'self'; img-src 'self' data:; script-src 'none'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    # A click on an external link must not tell the other site which local page it came from.
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+NAV = (("home", "/", "Home"), ("browse", "/browse/", "Browse"), ("search", "/search", "Search"))
+NAV_STATUS = ("status", "/status", "Status")
+
+
+def size(n: int | None) -> str:
+    """A byte count for people: `12.3 KB`."""
+    if n is None:
+        return "—"
+    value = float(n)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} bytes"  # pragma: no cover - the loop always returns
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The template environment: autoescape everywhere, unknown variables are errors."""
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES_DIR),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(when=when, size=size, doc_path=doc_path, browse_path=browse_path)
+    env.globals.update(ago=ago, nav=(*NAV, NAV_STATUS))
+    return env
+
+
+def page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """Render `template` into an HTML response with the security headers."""
+    context.setdefault("section", "")
+    context.setdefault("q", "")
+    body = environment().get_template(template).render(**context)
+    return HTMLResponse(body, status_code=status, headers=PAGE_HEADERS)

@@ -1,0 +1,59 @@
+"""Fixtures for `dk-mirror serve`: real servers (uvicorn on 127.0.0.1, an ephemeral port).
+
+The web stack is imported inside the fixtures, so tests that never serve never load it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mirror.config import Settings
+from mirror.service import Mirror
+from tests.conftest import no_wait_retry
+
+TOKEN = "test-token-0123456789abcdef"
+
+
+@pytest.fixture
+def serve_app() -> Iterator[Callable[..., str]]:
+    """Start `build_app(mirror, ServeOptions(**options))` in a thread; returns its base URL."""
+    from mirror.serve import ServeOptions
+    from mirror.serve.app import build_app
+    from mirror.serve.runner import running
+
+    with contextlib.ExitStack() as stack:
+
+        def start(mirror: Mirror, **options: Any) -> str:
+            app = build_app(mirror, ServeOptions(**options))
+            return stack.enter_context(running(app))
+
+        yield start
+
+
+@pytest.fixture
+def store_mirror(tmp_path: Path) -> Iterator[Callable[..., Mirror]]:
+    """Mirrors on named store files in the test's folder, closed after the test."""
+    made: list[Mirror] = []
+
+    def build(name: str = "served", **fields: Any) -> Mirror:
+        settings = Settings(db_url=f"sqlite:///{tmp_path / name}.sqlite3", **fields)
+        mirror = Mirror(settings, retry=no_wait_retry())
+        made.append(mirror)
+        return mirror
+
+    yield build
+    for mirror in made:
+        mirror.close()
+
+
+@pytest.fixture
+def sample_mirror(store_mirror: Callable[..., Mirror]) -> Mirror:
+    """An offline mirror holding the 50 sample documents."""
+    mirror = store_mirror("sample", offline=True)
+    mirror.import_sample()
+    return mirror
