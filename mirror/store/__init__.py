@@ -10,7 +10,8 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, bindparam, func, select, text
 from sqlalchemy.exc import DBAPIError
@@ -18,10 +19,15 @@ from sqlalchemy.exc import DBAPIError
 from ..errors import SchemaError, StoreError
 from ..models import CachedDocument, Document, content_sha256
 from . import engine as engines
-from . import index
-from .index import LocalHit
-from .recordings import Recordings
+
+if TYPE_CHECKING:
+    from .index import LocalHit
+    from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
+
+# Registered on the shared metadata as a side effect, so `metadata` always describes every
+# table the migrations create (cheap: table definitions only).
+from . import schema_index, schema_records  # noqa: F401  isort: skip
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
 # get_documents asks for at most 20 names: one statement per count skips the per-call
@@ -144,7 +150,6 @@ class Store:
         # On SQLite, lookups of up to 20 names run the Core statement's compiled SQL straight
         # on the held DBAPI connection: SQLAlchemy's per-execution bookkeeping otherwise costs
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
-        self.recordings = Recordings(engine, self._writer)
         self._fast_sql: list[str] | None = None
         if engine.dialect.name == "sqlite":
             self._fast_sql = [str(stmt.compile(dialect=engine.dialect)) for stmt in _BY_COUNT]
@@ -182,6 +187,13 @@ class Store:
             conn.close()
         self._local = threading.local()
         self.engine.dispose()
+
+    @cached_property
+    def recordings(self) -> Recordings:
+        """Recorded searches and answers, and local quota counts."""
+        from .recordings import Recordings
+
+        return Recordings(self.engine, self._writer)
 
     def _reader(self) -> Connection:
         conn: Connection | None = getattr(self._local, "conn", None)
@@ -225,6 +237,10 @@ class Store:
         with self._writer() as conn, conn.begin():
             # Same transaction: documents and their search index commit or roll back together.
             # A copy without content is "changed" too: its old chunks must go.
+            # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
+            # and cold `dk-mirror get --offline` pays for every import.
+            from . import index
+
             changed = index.changed(conn, docs)
             conn.execute(self._upsert, rows)
             index.reindex(conn, changed)
@@ -238,6 +254,8 @@ class Store:
             return []
         conn = self._reader()
         with conn.begin():  # one snapshot for the ranking and text lookups
+            from . import index
+
             return index.search(conn, query, limit=limit, offset=offset, where=where)
 
     def chunk_text(self, name: str, chunk_id: str) -> str | None:
@@ -245,6 +263,8 @@ class Store:
         if not self.has_search_index():
             return None
         with self.engine.connect() as conn:
+            from . import index
+
             return index.chunk_text(conn, name, chunk_id)
 
     def has_search_index(self) -> bool:
@@ -252,6 +272,8 @@ class Store:
         found: bool | None = getattr(self, "_has_index", None)
         if found is None:
             with self.engine.connect() as conn:
+                from . import index
+
                 found = self._has_index = index.available(conn)
         return found
 
