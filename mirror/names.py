@@ -68,6 +68,22 @@ def normalize(raw: str) -> str:
     return name
 
 
+def normalize_every(raws: Iterable[str]) -> list[str]:
+    """Normalise many names, reporting every invalid one at once (not just the first)."""
+    out, bad = [], []
+    for raw in raws:
+        try:
+            out.append(normalize(raw))
+        except InvalidName as exc:
+            bad.append(exc.message)
+    if bad:
+        raise InvalidName(
+            f"{len(bad)} invalid name(s); nothing was done:\n  " + "\n  ".join(bad[:20]),
+            hint=f"names look like {FORMS}",
+        )
+    return out
+
+
 def normalize_all(raws: Iterable[str]) -> list[str]:
     """Normalise every name, keeping order; duplicates stay (callers decide)."""
     return [normalize(raw) for raw in raws]

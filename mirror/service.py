@@ -238,7 +238,7 @@ class Mirror:
         """Mirror any number of documents: batches of 20, each written in one transaction."""
         from .upstream.batching import iter_fetch
 
-        wanted = list(dict.fromkeys(self._normalize_reporting_all(names)))
+        wanted = list(dict.fromkeys(naming.normalize_every(names)))
         report = FetchReport(requested=len(wanted))
         max_age = self.settings.max_age if max_age is None else max_age
         now = self.clock()
@@ -265,21 +265,6 @@ class Mirror:
         except UpstreamError as exc:
             report.error = exc
         return report
-
-    @staticmethod
-    def _normalize_reporting_all(raws: Iterable[str]) -> list[str]:
-        out, bad = [], []
-        for raw in raws:
-            try:
-                out.append(naming.normalize(raw))
-            except InvalidInput as exc:
-                bad.append(exc.message)
-        if bad:
-            raise InvalidInput(
-                f"{len(bad)} invalid name(s); nothing was fetched:\n  " + "\n  ".join(bad[:20]),
-                hint=f"names look like {naming.FORMS}",
-            )
-        return out
 
     # -- import, listing, status -------------------------------------------------------------
 

@@ -83,3 +83,16 @@ def test_uri_and_names_file() -> None:
     assert uri_of("documents/a.com/b/c") == "https://a.com/b/c"
     lines = ["# pinned docs\n", "\n", "a.com/x  # why\n", "https://b.org/y\n"]
     assert read_names(lines) == ["documents/a.com/x", "documents/b.org/y"]
+
+
+def test_normalize_every_reports_all_invalid_names_at_once() -> None:
+    from mirror.names import normalize_every
+
+    assert normalize_every(["a.com/x", "https://b.org/y/"]) == [
+        "documents/a.com/x",
+        "documents/b.org/y",
+    ]
+    with pytest.raises(InvalidName) as caught:
+        normalize_every(["a.com/x", "not a name", "documents/a.com/../y", "b.org/ok"])
+    assert "2 invalid name(s)" in caught.value.message
+    assert "whitespace" in caught.value.message and "'..'" in caught.value.message
