@@ -25,6 +25,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# google.rpc code names by HTTP status, as Google's JSON error bodies pair them. 502 has no
+# code of its own; Google's front ends report it as UNAVAILABLE.
+STATUS_BY_HTTP = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
 
 class MirrorError(Exception):
     """Base of every error dk-mirror raises on purpose."""

@@ -24,6 +24,7 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 
 from ..errors import (
+    STATUS_BY_HTTP,
     BadRequest,
     InvalidInput,
     MirrorError,
@@ -36,17 +37,6 @@ from ..errors import (
 )
 
 log = logging.getLogger("mirror.serve")
-
-_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +58,7 @@ class ApiError:
 
 def make(status: int, message: str) -> ApiError:
     """An ApiError for `status` with the matching google.rpc code name."""
-    return ApiError(status, _STATUS_NAMES.get(status, "UNKNOWN"), message)
+    return ApiError(status, STATUS_BY_HTTP.get(status, "UNKNOWN"), message)
 
 
 def _status_of(exc: MirrorError) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.responses import HTMLResponse
 
+from .. import render
 from .web_links import doc_path
 from .web_views import ago, browse_path, when
 
@@ -33,18 +34,6 @@ NAV = (("home", "/", "Home"), ("browse", "/browse/", "Browse"), ("search", "/sea
 NAV_STATUS = ("status", "/status", "Status")
 
 
-def size(n: int | None) -> str:
-    """A byte count for people: `12.3 KB`."""
-    if n is None:
-        return "—"
-    value = float(n)
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} bytes"  # pragma: no cover - the loop always returns
-
-
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     """The template environment: autoescape everywhere, unknown variables are errors."""
@@ -55,7 +44,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=when, size=size, doc_path=doc_path, browse_path=browse_path)
+    env.filters.update(when=when, size=render.size, doc_path=doc_path, browse_path=browse_path)
     env.globals.update(ago=ago, nav=(*NAV, NAV_STATUS))
     return env
 

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import httpx
 
 from ..errors import (
+    STATUS_BY_HTTP,
     AuthError,
     BadRequest,
     NotFound,
@@ -65,17 +66,7 @@ CODE_TO_HTTP = {
     "UNAVAILABLE": 503,
     "DEADLINE_EXCEEDED": 504,
 }
-HTTP_TO_CODE = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    501: "UNIMPLEMENTED",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
+HTTP_TO_CODE = STATUS_BY_HTTP
 _CODE_WORD = re.compile(r"\b(" + "|".join(CODE_TO_HTTP) + r")\b")
 # A bare status number, not part of a path or a longer number (names contain digits).
 _HTTP_NUMBER = re.compile(r"(?<![\w/.%-])(400|401|403|404|429|500|502|503|504)(?![\w/%-])")
