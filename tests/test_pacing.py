@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mirror.upstream.pacing import Pacer, delay_needed
+from tests.fakes import FakeTime
 
 
 @pytest.mark.parametrize(
@@ -39,23 +40,8 @@ def test_delay_needed_rejects_a_zero_limit() -> None:
         delay_needed([], 0.0, 0, 60.0)
 
 
-class FakeTime:
-    """A clock that only moves when someone sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 def test_pacer_spaces_requests_to_the_limit() -> None:
-    t = FakeTime()
+    t = FakeTime(1000.0)
     pacer = Pacer(3, window=60.0, clock=t.clock, sleep=t.sleep)
     waits = [pacer.acquire() for _ in range(7)]
     assert waits == [0.0, 0.0, 0.0, 60.0, 0.0, 0.0, 60.0]
@@ -63,7 +49,7 @@ def test_pacer_spaces_requests_to_the_limit() -> None:
 
 
 def test_pacer_never_waits_when_requests_are_spread_out() -> None:
-    t = FakeTime()
+    t = FakeTime(1000.0)
     pacer = Pacer(2, window=10.0, clock=t.clock, sleep=t.sleep)
     for _ in range(10):
         assert pacer.acquire() == 0.0

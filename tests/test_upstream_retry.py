@@ -21,23 +21,9 @@ from mirror.upstream.retry import (
     parse_retry_after,
 )
 from tests.emulator import Emulator, Fault
+from tests.fakes import FakeTime
 
 NAMES = ["documents/www.tensorflow.org/README", "documents/www.tensorflow.org/about/bib"]
-
-
-class FakeTime:
-    """A monotonic clock that advances only when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 # -- the pure parts -------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from mirror.upstream.mcp_tools import search_page
 from mirror.upstream.retry import RetryPolicy
 from tests.conftest import no_wait_retry
 from tests.emulator import Emulator, Fault
+from tests.fakes import FakeTime
 
 CANARY = "AIzaSyCANARY-search-1a2b3c4d5e6f-never-leak"
 SEARCH_PATH = "/v1/documents:searchDocumentChunks"
@@ -262,21 +263,6 @@ def test_mcp_results_keep_extra_fields_a_server_adds() -> None:
 
 
 # -- pacing, settings, the key ----------------------------------------------------------------
-
-
-class FakeTime:
-    """A clock that moves only when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 def test_search_is_paced_in_its_own_bucket(emulator: Emulator) -> None:
