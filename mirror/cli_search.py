@@ -9,7 +9,7 @@ import click
 
 from . import render
 from .cli_common import global_options, json_option, open_mirror
-from .snippets import best_window
+from .snippets import best_window, plain_text
 
 
 def _marked(segments: list[tuple[str, bool]]) -> str:
@@ -73,7 +73,7 @@ def search(
         title = hit.document.title if hit.document and hit.document.title else hit.parent
         score = f" {hit.relevance_score:.2f}" if hit.relevance_score is not None else ""
         click.echo(f"{i}. {title}\n   {hit.parent}  [{result.source}{score}]")
-        click.echo(f"   {_marked(best_window(hit.content, query))}\n")
+        click.echo(f"   {_marked(best_window(plain_text(hit.content), query))}\n")
     note = f"source: {result.source}"
     if result.recorded_at:
         note += f", recorded {_when(result.recorded_at)}"

@@ -6,6 +6,26 @@ import re
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+# Markdown and template syntax that would clutter a one-line snippet, and what replaces it.
+_NOISE = (
+    (re.compile(r"\{%.*?%\}"), " "),
+    (re.compile(r"\{:[^}]*\}"), " "),
+    (re.compile(r"(?:```|~~~)[\w+-]*"), " "),
+    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"\[([^\]]*)\]\[[^\]]*\]"), r"\1"),
+    (re.compile(r"</?[A-Za-z][^<>]{0,300}>"), " "),
+    (re.compile(r"(?m)^\s{0,3}#{1,6}\s+"), ""),
+    # Bold markers and backticks only: a lone `_` or `*` is as often part of an identifier.
+    (re.compile(r"\*\*|__|`"), ""),
+)
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown reduced to readable prose for snippets (links keep their text)."""
+    for pattern, replacement in _NOISE:
+        markdown = pattern.sub(replacement, markdown)
+    return " ".join(markdown.split())
+
 
 def query_words(query: str) -> set[str]:
     """The lower-cased words of a query."""

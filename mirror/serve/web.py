@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from .. import names as naming
 from ..errors import InvalidInput, MirrorError, NotCached, NotFound, UpstreamError
-from ..snippets import best_window
+from ..snippets import best_window, plain_text
 from . import web_links, web_markdown, web_sanitize, web_views
 from .web_render import STATIC_DIR, page
 
@@ -163,7 +163,7 @@ class _Pages:
         return page(
             "doc.html",
             doc=doc,
-            description=web_views.plain_text(doc.description or ""),
+            description=plain_text(doc.description or ""),
             served=served,
             warnings=result.warnings,
             content_html=html,
@@ -197,7 +197,7 @@ class _Pages:
                 if chunk.parent in mirrored
                 else naming.uri_of(chunk.parent),
                 "mirrored": chunk.parent in mirrored,
-                "snippet": best_window(web_views.plain_text(chunk.content), q),
+                "snippet": best_window(plain_text(chunk.content), q),
                 "source": chunk.source or result.source,
                 "data_source": (chunk.document.data_source if chunk.document else None)
                 or naming.uri_of(chunk.parent).split("/")[2],

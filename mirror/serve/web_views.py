@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -10,6 +9,7 @@ from urllib.parse import quote
 
 from .. import names as naming
 from ..models import data_source_of
+from ..snippets import plain_text
 from ..store import Summary
 
 DAY = 86400.0
@@ -23,27 +23,6 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
 )
 # The most entries one folder page lists; a host can hold tens of thousands of pages.
 MAX_LISTED = 2000
-
-
-# Markdown and template syntax that would clutter a one-line snippet, and what replaces it.
-_NOISE = (
-    (re.compile(r"\{%.*?%\}"), " "),
-    (re.compile(r"\{:[^}]*\}"), " "),
-    (re.compile(r"(?:```|~~~)[\w+-]*"), " "),
-    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
-    (re.compile(r"\[([^\]]*)\]\[[^\]]*\]"), r"\1"),
-    (re.compile(r"</?[A-Za-z][^<>]{0,300}>"), " "),
-    (re.compile(r"(?m)^\s{0,3}#{1,6}\s+"), ""),
-    # Bold markers and backticks only: a lone `_` or `*` is as often part of an identifier.
-    (re.compile(r"\*\*|__|`"), ""),
-)
-
-
-def plain_text(markdown: str) -> str:
-    """Markdown reduced to readable prose for snippets (links keep their text)."""
-    for pattern, replacement in _NOISE:
-        markdown = pattern.sub(replacement, markdown)
-    return " ".join(markdown.split())
 
 
 def without_title(markdown: str, title: str | None) -> str:
