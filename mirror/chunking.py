@@ -1,4 +1,4 @@
-"""Text for local search: documents cut into chunks, and snippets cut from chunks.
+"""Text for local search: documents cut into chunks the way upstream cuts them.
 
 Pure functions, no database: mirror/store/index.py stores and queries what these produce.
 
@@ -12,20 +12,8 @@ Sizes are UTF-8 bytes. Pure and deterministic: the same content always gives the
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-# Snippet markers around matched words: control characters never appear in documentation
-# text, so callers can turn them into bold or <mark> without escaping ambiguities.
-MARK_START = "\x02"
-MARK_END = "\x03"
-ELLIPSIS = "…"
-# About 24 words of context around the matches, as FTS5 snippet(..., 24) gives.
-SNIPPET_CHARS = 180
-SNIPPET_CONTEXT = 40
-# Windows tried per snippet: a chunk dense with matches has a good one early.
-_WINDOWS = 24
 
 # Neighbouring pieces merge when either is below MIN_BYTES and together they fit in MAX_BYTES.
 MIN_BYTES = 1024
@@ -201,121 +189,3 @@ def chunk_markdown(content: str) -> list[Chunk]:
         if text.strip():
             chunks.append(Chunk(f"c{len(chunks)}", heading, text))
     return chunks
-
-
-# Snippets: the part of a chunk that shows why it matched.
-
-# Tokens as FTS5's unicode61 sees them: runs of letters and digits ('_' separates).
-_TOKEN = re.compile(r"[^\W_]+")
-
-
-def word_tokens(text: str) -> list[str]:
-    """The tokens of `text` as the index splits it (letters and digits; '_' separates)."""
-    return _TOKEN.findall(text)
-
-
-def _latin_bases() -> dict[int, str]:
-    # Precomposed Latin letters with diacritics -> their base letter, as one-character
-    # replacements so that folding keeps every offset (str.translate runs in C).
-    table: dict[int, str] = {}
-    for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
-        decomposed = unicodedata.normalize("NFD", chr(code))
-        if len(decomposed) > 1 and all(unicodedata.combining(c) for c in decomposed[1:]):
-            table[code] = decomposed[0]
-    return table
-
-
-_BASES = _latin_bases()
-
-
-def fold(text: str) -> str:
-    """`text` with case and Latin diacritics folded, like the index's `remove_diacritics 2`."""
-    return text.lower() if text.isascii() else text.translate(_BASES).lower()
-
-
-def _fold_in_place(text: str) -> str:
-    """`text` folded with every offset kept, so matches found in it map back to `text`."""
-    folded = fold(text)
-    if len(folded) == len(text):
-        return folded
-    # A few letters lower-case to two characters (U+0130): fold only those that keep one.
-    return "".join(f if len(f := fold(c)) == 1 else c for c in text)
-
-
-def _hits(folded: str, words: frozenset[str]) -> list[tuple[int, int, str]]:
-    """(start, end, word) of every whole-token occurrence of `words`, in text order."""
-    # str.find runs in C; tokenising the chunk or a regex alternation in Python cost more
-    # than the FTS query itself.
-    hits = []
-    find = folded.find
-    for word in words:
-        size = len(word)
-        at = find(word)
-        while at >= 0:
-            end = at + size
-            # Whole tokens only: letters and digits on neither side ('_' separates).
-            if not (at and folded[at - 1].isalnum()) and not folded[end : end + 1].isalnum():
-                hits.append((at, end, word))
-            at = find(word, end)
-    hits.sort()
-    return hits
-
-
-def _best_window(hits: list[tuple[int, int, str]], size: int) -> int:
-    """Where a window of `size` characters holds the most distinct words, then the most hits
-    (the earliest such window): a little before one of the first _WINDOWS hits."""
-    best, begin = (0, 0), 0
-    counts: dict[str, int] = {}
-    total = len(hits)
-    j = 0
-    for i in range(min(total, _WINDOWS)):
-        first, _, word = hits[i]
-        start = first - SNIPPET_CONTEXT if first > SNIPPET_CONTEXT else 0
-        limit = start + size
-        # Windows only move right, so hits enter at j and leave at i once each.
-        while j < total and hits[j][1] <= limit:
-            entering = hits[j][2]
-            counts[entering] = counts.get(entering, 0) + 1
-            j += 1
-        if j <= i:
-            j = i + 1  # this hit alone is wider than the window
-            continue
-        score = (len(counts), j - i)
-        if score > best:
-            best, begin = score, start
-        counts[word] -= 1
-        if not counts[word]:
-            del counts[word]
-    return begin
-
-
-def snippet(text: str, words: frozenset[str], size: int = SNIPPET_CHARS) -> str:
-    """About `size` characters of `text` where most of the (folded) `words` occur, each
-    occurrence between MARK_START and MARK_END, with ELLIPSIS where text was cut."""
-    if MARK_START in text or MARK_END in text:
-        text = text.replace(MARK_START, "").replace(MARK_END, "")  # keep the markers unambiguous
-    hits = _hits(_fold_in_place(text), words)
-    begin = _best_window(hits, size)
-    end = min(len(text), begin + size)
-    if begin > 0:
-        # Start at a whole word, never after the first hit of the window.
-        token = _TOKEN.search(text, begin)
-        if token and token.start() == begin and _TOKEN.match(text, begin - 1):
-            token = _TOKEN.search(text, token.end())
-        first_hit = next((h[0] for h in hits if h[0] >= begin), end)
-        begin = min(token.start() if token else begin, first_hit)
-        end = min(len(text), max(end, begin))
-    if end < len(text):
-        last_hit = max((h[1] for h in hits if begin <= h[0] and h[1] <= end), default=begin)
-        cut = max(text.rfind(" ", begin, end), text.rfind("\n", begin, end))
-        end = cut if cut > last_hit else end
-    out = [ELLIPSIS] if begin > 0 else []
-    position = begin
-    for start, stop, _ in hits:
-        if begin <= start and stop <= end:
-            out += [text[position:start], MARK_START, text[start:stop], MARK_END]
-            position = stop
-    out.append(text[position:end])
-    if end < len(text):
-        out.append(ELLIPSIS)
-    return "".join(out)

@@ -14,10 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, text
 
-from mirror.chunking import fold
 from mirror.models import Document
 from mirror.store import Store, index
-from mirror.store.index import MARK_END, MARK_START, match_expression, query_terms
+from mirror.store.index import match_expression, query_terms
 from mirror.store.schema import documents
 
 CHROME = "developer.chrome.com"
@@ -88,7 +87,6 @@ def test_put_documents_are_found(store: Store) -> None:
     hit = hits[0]
     assert (hit.chunk_id, hit.heading) == ("c0", "Walrus care")
     assert hit.text == "# Walrus care\n\nFeed the walrus fish every morning."
-    assert f"{MARK_START}walrus{MARK_END}" in hit.snippet
     assert 0.0 < hit.score < 1.0
     assert store.chunk_text(hit.name, "c0") == hit.text
     assert store.chunk_text(hit.name, "c9") is None
@@ -306,30 +304,3 @@ def test_match_expressions_contain_only_quoted_words() -> None:
     assert match_expression(['a"b', "c"], "OR") == '"a""b" OR "c"'
     with pytest.raises(ValueError):
         match_expression(["a"], "NEAR")
-
-
-def test_snippets_cut_around_the_matches_and_mark_them() -> None:
-    text = " ".join(f"w{i}" for i in range(100)) + " the Émigré arrived " + "tail " * 50
-    cut = index.snippet(text, frozenset({"emigre", "arrived"}))
-    assert cut.startswith(index.ELLIPSIS) and cut.endswith(index.ELLIPSIS)
-    assert f"{MARK_START}Émigré{MARK_END} {MARK_START}arrived{MARK_END}" in cut
-    assert len(cut) <= index.SNIPPET_CHARS + 2 * len(index.ELLIPSIS) + 4
-    assert index.snippet("short text", frozenset({"nothing"})) == "short text"
-    assert index.snippet("", frozenset({"x"})) == ""
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.text(max_size=600),
-    st.lists(st.text(alphabet="abcéßİﬁ", min_size=1, max_size=3), max_size=3),
-)
-def test_a_snippet_is_a_marked_piece_of_the_text(text: str, words: list[str]) -> None:
-    cut = index.snippet(text, frozenset(fold(w) for w in words))
-    text = text.replace(MARK_START, "").replace(MARK_END, "")
-    core = cut.replace(MARK_START, "").replace(MARK_END, "")
-    if core.startswith(index.ELLIPSIS) and not text.startswith(core):
-        core = core[len(index.ELLIPSIS) :]
-    if core.endswith(index.ELLIPSIS) and core not in text:
-        core = core[: -len(index.ELLIPSIS)]
-    assert core in text
-    assert cut.count(MARK_START) == cut.count(MARK_END)

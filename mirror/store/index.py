@@ -15,27 +15,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Float, Integer, column, select, text
 
-from ..chunking import (
-    ELLIPSIS,
-    MARK_END,
-    MARK_START,
-    SNIPPET_CHARS,
-    chunk_markdown,
-    fold,
-    snippet,
-    word_tokens,
-)
+from ..chunking import chunk_markdown
 from ..models import Document, content_sha256
 from .schema import documents
 from .schema_index import FTS_TABLE, chunks
 
-# The snippet markers and cut are defined with the rest of the text handling, and exported
-# here beside LocalHit, whose `snippet` carries them.
 __all__ = [
-    "ELLIPSIS",
-    "MARK_END",
-    "MARK_START",
-    "SNIPPET_CHARS",
     "LocalHit",
     "available",
     "changed",
@@ -44,7 +29,6 @@ __all__ = [
     "query_terms",
     "reindex",
     "search",
-    "snippet",
 ]
 
 # bm25 weights per FTS column (title, description, heading, body). Title and description are
@@ -90,13 +74,16 @@ _INSERT_FTS = (
 
 @dataclass(frozen=True, slots=True)
 class LocalHit:
-    """One chunk found by local search; `snippet` marks matches with MARK_START/MARK_END."""
+    """One chunk found by local search, with its score in [0, 1] (higher is better).
+
+    No snippet: the shells cut one from `text` (mirror.snippets), the same way for local,
+    recorded and upstream results; cutting it here cost 40% of a typical search.
+    """
 
     name: str
     chunk_id: str
     heading: str
     text: str
-    snippet: str
     score: float
 
 
@@ -338,11 +325,9 @@ def search(
     page = page[offset:]
     if not page:
         return []
-    # Bodies by rowid (no MATCH): FTS5's snippet() would re-run the query per hit, which
-    # measured 15% of a typical search; the snippet is cut in Python instead.
+    # Bodies by rowid (no MATCH): FTS5's snippet() would re-run the query per hit.
     marks = ", ".join("?" * len(page))
     bodies = dict(_raw(conn).execute(_BODIES.format(marks=marks), [c.rowid for c in page]))
-    words = frozenset(fold(w) for term in terms for w in word_tokens(term))
     hits: list[LocalHit] = []
     for cand in page:
         body = bodies.get(cand.rowid)
@@ -354,7 +339,6 @@ def search(
                     cand.chunk_id,
                     cand.heading,
                     body,
-                    snippet(body, words),
                     s / (s + SCORE_K),
                 )
             )
