@@ -10,7 +10,7 @@ import pytest
 from mirror.config import Settings
 from mirror.service import Mirror
 
-pytest_plugins = ["tests.emulator_fixtures", "tests.serve_fixtures"]
+pytest_plugins = ["tests.emulator_fixtures", "tests.serve_fixtures", "tests.upstream_fixtures"]
 
 CANARY_KEY = "AIzaCANARY-5f3c9e1d-never-leak-this-key"
 

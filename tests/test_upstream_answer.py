@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 
-from mirror.config import Settings
 from mirror.errors import BadRequest, InvalidInput, MirrorError, ProtocolError, QuotaExceeded
 from mirror.models import Answer, DocumentChunk
-from mirror.upstream import Upstream, open_upstream
+from mirror.upstream import Upstream
 from mirror.upstream.mcp_tools import answer
-from tests.conftest import no_wait_retry
 from tests.emulator import Emulator, Fault
+from tests.upstream_fixtures import open_client
 
 CANARY = "AIzaSyCANARY-answer-6f5e4d3c2b1a-never-leak"
 ANSWER_PATH = "/v1:answerQuery"
@@ -21,30 +19,9 @@ QUERY = "How do I write a custom Keras callback?"
 CHROME = 'data_source = "developer.chrome.com"'
 
 
-def open_client(emulator: Emulator, transport: str, key: str = "test-key") -> Upstream:
-    settings = Settings(
-        db_url="sqlite://", upstream=emulator.base_url, transport=transport, api_key=key
-    )
-    return open_upstream(settings, retry=no_wait_retry())
-
-
 @pytest.fixture(params=["rest", "mcp"])
 def transport(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-@pytest.fixture
-def rest(emulator: Emulator) -> Iterator[Upstream]:
-    upstream = open_client(emulator, "rest")
-    yield upstream
-    upstream.close()
-
-
-@pytest.fixture
-def mcp(emulator: Emulator) -> Iterator[Upstream]:
-    upstream = open_client(emulator, "mcp")
-    yield upstream
-    upstream.close()
 
 
 def where(transport: str) -> dict[str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,41 +12,14 @@ from mirror.models import DocumentChunk, SearchPage
 from mirror.upstream import Upstream, open_upstream
 from mirror.upstream.mcp_tools import search_page
 from mirror.upstream.retry import RetryPolicy
-from tests.conftest import no_wait_retry
 from tests.emulator import Emulator, Fault
 from tests.fakes import FakeTime
+from tests.upstream_fixtures import open_client
 
 CANARY = "AIzaSyCANARY-search-1a2b3c4d5e6f-never-leak"
 SEARCH_PATH = "/v1/documents:searchDocumentChunks"
 QUERY = "keras callbacks"  # 91 chunks in the fixture corpus, 11 of them on Chrome
 CHROME = 'data_source = "developer.chrome.com"'
-
-
-def open_client(
-    emulator: Emulator, transport: str, key: str = "test-key", **settings: int
-) -> Upstream:
-    config = Settings(
-        db_url="sqlite://",
-        upstream=emulator.base_url,
-        transport=transport,
-        api_key=key,
-        **settings,  # type: ignore[arg-type]
-    )
-    return open_upstream(config, retry=no_wait_retry())
-
-
-@pytest.fixture
-def rest(emulator: Emulator) -> Iterator[Upstream]:
-    upstream = open_client(emulator, "rest")
-    yield upstream
-    upstream.close()
-
-
-@pytest.fixture
-def mcp(emulator: Emulator) -> Iterator[Upstream]:
-    upstream = open_client(emulator, "mcp")
-    yield upstream
-    upstream.close()
 
 
 def walk(upstream: Upstream, page_size: int, filter: str | None = None) -> list[SearchPage]:
