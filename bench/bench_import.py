@@ -21,13 +21,14 @@ import time
 from pathlib import Path
 
 from bench.common import english_corpus, median
-from mirror.chunking import chunk_markdown
 from mirror.config import Settings
 from mirror.records import read_documents
+from mirror.search.chunking import chunk_markdown
 from mirror.service import Mirror
-from mirror.store import Store, _row
 from mirror.store.index import FTS_TABLE
+from mirror.store.rows import document_row as _row
 from mirror.store.schema import documents
+from mirror.store.store import Store
 
 COLUMNS = tuple(c.name for c in documents.columns)
 INSERT_DOC = f"INSERT OR REPLACE INTO documents ({','.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})"

@@ -31,7 +31,8 @@ from sqlalchemy import Connection
 from bench.common import corpus_dir, ms, pct
 from mirror.models import Document
 from mirror.records import read_documents
-from mirror.store import Store, index
+from mirror.store import index
+from mirror.store.store import Store
 
 BATCH = 500
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")

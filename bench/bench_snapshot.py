@@ -19,7 +19,7 @@ from pathlib import Path
 from bench.bench_search import Synthetic, build, corpus
 from mirror.config import Settings
 from mirror.service import Mirror
-from mirror.snapshot import COMPRESSLEVEL, verify
+from mirror.snapshots.format import COMPRESSLEVEL, verify
 
 
 def best_of(runs: int, func: Callable[[], object]) -> float:

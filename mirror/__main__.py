@@ -1,5 +1,5 @@
 """`python -m mirror` runs the dk-mirror command."""
 
-from mirror.cli import main
+from .cli.main import main
 
 main()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirror.chunking import MAX_BYTES, MIN_BYTES, Chunk, chunk_markdown
+from mirror.search.chunking import MAX_BYTES, MIN_BYTES, Chunk, chunk_markdown
 
 _WORDS = st.sampled_from(
     ["alpha", "beta", "gamma", "service", "worker", "émigré", "数据", "ключ", "x" * 40, "`code`"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mirror.cli import cli
+from mirror.cli.main import cli
 from mirror.store.schema import SCHEMA_REVISION
 
 TF = "documents/www.tensorflow.org/hub/caching"

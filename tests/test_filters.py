@@ -14,7 +14,7 @@ from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.exc import CompileError
 
 from mirror.errors import InvalidInput
-from mirror.filters import (
+from mirror.search.filters import (
     MAX_FILTER_LENGTH,
     And,
     Compare,

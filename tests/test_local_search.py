@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, text
 
 from mirror.models import Document
-from mirror.store import Store, index
+from mirror.store import index
 from mirror.store.index import match_expression, query_terms
 from mirror.store.schema import documents
+from mirror.store.store import Store
 
 CHROME = "developer.chrome.com"
 TF = "www.tensorflow.org"

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirror.errors import InvalidInput
-from mirror.lockfile import (
+from mirror.models import Document
+from mirror.snapshots.lockfile import (
     HEADER,
     LockEntry,
     LockError,
@@ -25,7 +26,6 @@ from mirror.lockfile import (
     read_requirements,
     write_lock,
 )
-from mirror.models import Document
 
 
 def digest(text: str) -> str:

@@ -13,10 +13,16 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mirror import mdpaths
 from mirror.errors import InvalidInput, InvalidName
-from mirror.mdpaths import UnsafePath, check_inside, front_matter, index_markdown, relative_path
 from mirror.models import Document
+from mirror.snapshots import mdpaths
+from mirror.snapshots.mdpaths import (
+    UnsafePath,
+    check_inside,
+    front_matter,
+    index_markdown,
+    relative_path,
+)
 
 WINDOWS_FORBIDDEN = set('<>:"/\\|?*') | {chr(c) for c in range(32)}
 WINDOWS_DEVICES = {"con", "prn", "aux", "nul", "conin$", "conout$"} | {

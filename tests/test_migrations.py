@@ -8,10 +8,10 @@ from pathlib import Path
 
 from sqlalchemy import MetaData, create_engine, inspect
 
-from mirror.store import Store
 from mirror.store import engine as engines
 from mirror.store.migrate import known_revisions, upgrade
 from mirror.store.schema import SCHEMA_REVISION, documents, metadata
+from mirror.store.store import Store
 
 
 def _shape(url: str) -> dict[str, list[object]]:
@@ -110,7 +110,7 @@ def test_search_index_migration_backfills_stored_documents(tmp_path: Path) -> No
 def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.sqlite3'}"
     Store.open(url).close()
-    code = "import sys, mirror.store as s; s.Store.open(sys.argv[1]).close(); print('alembic' in sys.modules)"
+    code = "import sys, mirror.store.store as s; s.Store.open(sys.argv[1]).close(); print('alembic' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code, url], capture_output=True, text=True, check=True
     )

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mirror.cli import cli
+from mirror.cli.main import cli
 from mirror.config import Settings
 from mirror.errors import NetworkForbidden
 from mirror.models import Document
 from mirror.service import Mirror
-from mirror.snapshot import SnapshotError
+from mirror.snapshots.format import SnapshotError
 from tests.emulator_fixtures import corpus_documents
 
 TF = "documents/www.tensorflow.org/hub/caching"

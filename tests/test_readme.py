@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from mirror.cli import cli
+from mirror.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

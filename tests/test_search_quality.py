@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mirror.models import Document
-from mirror.store import Store
+from mirror.store.store import Store
 
 from .emulator_fixtures import corpus_documents
 

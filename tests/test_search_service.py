@@ -7,9 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from mirror.cli import cli
+from mirror.cli.main import cli
 from mirror.errors import InvalidInput, QuotaExceeded
-from mirror.extractive import LABEL
+from mirror.search.extractive import LABEL
 from tests.emulator import Fault
 
 SEARCH = "/v1/documents:searchDocumentChunks"
@@ -174,7 +174,7 @@ def test_offline_answer_without_recording_is_extractive_and_labelled(make_mirror
     assert result.source == "extractive"
     assert result.answer.answer_text.startswith(LABEL)
     assert result.answer.reference_names == ["documents/www.tensorflow.org/hub/caching"]
-    from mirror.extractive import words
+    from mirror.search.extractive import words
 
     assert result.answer.citations
     for c in result.answer.citations:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mirror.cli import cli
+from mirror.cli.main import cli
 from tests.conftest import CANARY_KEY
 from tests.emulator import Fault
 

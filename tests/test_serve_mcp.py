@@ -92,7 +92,7 @@ def test_in_memory_client_lists_reference_tools_and_calls_each(sample_mirror):
     from mcp import Client
 
     from mirror.serve import ServeOptions
-    from mirror.serve.mcp_tools import build_server
+    from mirror.serve.mcp_server import build_server
 
     server = build_server(sample_mirror, ServeOptions())
     names = [s.name for s in sample_mirror.list_documents(prefix=SAMPLE + "/", limit=3)]
@@ -120,7 +120,7 @@ def test_bad_arguments_are_tool_errors(sample_mirror, tool, arguments, expected)
     from mcp import Client
 
     from mirror.serve import ServeOptions
-    from mirror.serve.mcp_tools import build_server
+    from mirror.serve.mcp_server import build_server
 
     async def main() -> Any:
         async with Client(build_server(sample_mirror, ServeOptions())) as client:
@@ -133,7 +133,7 @@ def test_offline_miss_names_the_nearest_and_how_to_fetch(sample_mirror):
     from mcp import Client
 
     from mirror.serve import ServeOptions
-    from mirror.serve.mcp_tools import build_server
+    from mirror.serve.mcp_server import build_server
 
     server = build_server(sample_mirror, ServeOptions(mode="offline"))
     wanted = [SAMPLE, SAMPLE + "/api-calls", SAMPLE + "/api-callz"]
@@ -158,7 +158,7 @@ def test_fetch_modes(store_mirror, emulator):
     from mcp import Client
 
     from mirror.serve import ServeOptions
-    from mirror.serve.mcp_tools import build_server
+    from mirror.serve.mcp_server import build_server
 
     mirror = store_mirror(upstream=emulator.base_url, api_key=emulator.api_key)
 
@@ -270,7 +270,7 @@ def noisy_get(*a, **k):
     os.write(1, b"stray fd write from a tool\\n")
     return get(*a, **k)
 app.prepare, calls.get_documents = noisy_prepare, noisy_get
-from mirror.cli import main
+from mirror.cli.main import main
 sys.argv = ["dk-mirror", "serve", "--stdio", "--db", sys.argv[1]]
 main()
 """

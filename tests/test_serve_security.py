@@ -17,7 +17,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from mirror.cli import cli
+from mirror.cli.main import cli
 from tests.conftest import CANARY_KEY
 from tests.serve_fixtures import TOKEN
 

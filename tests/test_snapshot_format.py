@@ -12,11 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mirror import snapshot
 from mirror.errors import InvalidInput
 from mirror.models import Document
-from mirror.snapshot import SnapshotError
-from mirror.snapshot_diff import apply_delta, diff, unified_content_diff
+from mirror.snapshots import format as snapshot
+from mirror.snapshots.diff import apply_delta, diff, unified_content_diff
+from mirror.snapshots.format import SnapshotError
+from mirror.snapshots.read import read as read_snapshot
+from mirror.snapshots.read import verify as verify_snapshot
 
 SELECTION = {"prefix": "documents/example.com/", "names": 0}
 
@@ -85,7 +87,7 @@ def _fields(d: Document) -> dict[str, object]:
 
 def test_write_read_write_round_trips_bytes(tmp_path: Path) -> None:
     original = export(tmp_path / "a.gz", DOCS)
-    snap = snapshot.read(tmp_path / "a.gz")
+    snap = read_snapshot(tmp_path / "a.gz")
     assert [d.name for d in snap.documents] == sorted(d.name for d in DOCS)
     assert snap.tombstones == []
     assert snap.documents == DOCS
@@ -141,7 +143,7 @@ def test_any_documents_round_trip(tmp_path: Path, contents: dict[str, str], seed
     random.Random(seed).shuffle(docs)
     path = tmp_path / f"h{seed}.gz"
     first = export(path, docs)
-    snap = snapshot.read(path)
+    snap = read_snapshot(path)
     assert snap.documents == sorted(docs, key=lambda d: d.name)
     assert export(path, snap.documents) == first
 
@@ -214,14 +216,14 @@ def flip_content_byte(path: Path, index: int) -> str:
 def test_verify_names_exactly_the_document_whose_content_changed(tmp_path: Path) -> None:
     path = tmp_path / "a.gz"
     export(path, DOCS)
-    assert snapshot.verify(path).ok
+    assert verify_snapshot(path).ok
     name = flip_content_byte(path, 2)
-    report = snapshot.verify(path)
+    report = verify_snapshot(path)
     assert not report.ok
     assert report.bad_names == (name,)
     assert any("content" in p and name in p for p in report.problems)
     with pytest.raises(SnapshotError) as info:
-        snapshot.read(path)
+        read_snapshot(path)
     assert info.value.names == [name]
 
 
@@ -235,7 +237,7 @@ def test_verify_names_every_bad_document_not_just_the_first(tmp_path: Path) -> N
     lines[4] = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     regzip(path, lines)
     bad.add(obj["document"]["name"])
-    report = snapshot.verify(path)
+    report = verify_snapshot(path)
     assert set(report.bad_names) == bad
     assert any("metadata" in p for p in report.problems)
     assert report.to_json()["badNames"] == sorted(bad)
@@ -247,7 +249,7 @@ def test_a_line_that_is_no_longer_json_names_its_document(tmp_path: Path) -> Non
     lines = gunzip_lines(path)
     lines[1] = lines[1][:-1]  # drop the closing brace
     regzip(path, lines)
-    report = snapshot.verify(path)
+    report = verify_snapshot(path)
     assert report.bad_names == (DOCS[1].name,)
     assert any(p.startswith("line 2: not valid JSON") for p in report.problems)
 
@@ -270,11 +272,11 @@ def test_structural_damage_is_reported_with_line_numbers(
     path = tmp_path / "a.gz"
     export(path, DOCS)
     regzip(path, edit(gunzip_lines(path)))  # type: ignore[operator]
-    report = snapshot.verify(path)
+    report = verify_snapshot(path)
     assert not report.ok
     assert any(message in p for p in report.problems), report.problems
     with pytest.raises(SnapshotError):
-        snapshot.read(path)
+        read_snapshot(path)
 
 
 @pytest.mark.parametrize(
@@ -298,7 +300,7 @@ def test_a_bad_manifest_is_refused(tmp_path: Path, change: dict[str, object], me
     obj["manifest"].update(change)
     lines[-1] = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     regzip(path, lines)
-    report = snapshot.verify(path)
+    report = verify_snapshot(path)
     assert any(message in p for p in report.problems), report.problems
 
 
@@ -308,14 +310,14 @@ def test_truncation_anywhere_is_a_clear_error_never_a_partial_success(tmp_path: 
     cut_path = tmp_path / "cut.gz"
     for cut in sorted({0, 1, 5, 10, 11, 50, len(whole) // 2, len(whole) - 9, len(whole) - 1}):
         cut_path.write_bytes(whole[:cut])
-        report = snapshot.verify(cut_path)
+        report = verify_snapshot(cut_path)
         assert not report.ok, cut
         assert any(
             "truncated or corrupt gzip stream" in p or "no manifest: file truncated?" in p
             for p in report.problems
         ), (cut, report.problems)
         with pytest.raises(SnapshotError, match="failed verification"):
-            snapshot.read(cut_path)
+            read_snapshot(cut_path)
 
 
 def test_a_truncated_text_line_is_reported(tmp_path: Path) -> None:
@@ -323,7 +325,7 @@ def test_a_truncated_text_line_is_reported(tmp_path: Path) -> None:
     export(path, DOCS)
     data = gzip.decompress(path.read_bytes())
     path.write_bytes(gzip.compress(data[:-20], mtime=0))
-    report = snapshot.verify(path)
+    report = verify_snapshot(path)
     assert any("incomplete line" in p for p in report.problems)
     assert any("no manifest" in p for p in report.problems)
 
@@ -333,12 +335,12 @@ def test_corrupt_gzip_and_a_missing_file(tmp_path: Path) -> None:
     whole = bytearray(export(path, DOCS))
     whole[len(whole) // 2] ^= 0xFF
     path.write_bytes(bytes(whole))
-    report = snapshot.verify(path)
+    report = verify_snapshot(path)
     assert any("truncated or corrupt gzip stream" in p for p in report.problems)
     (tmp_path / "plain.txt").write_text("not gzip")
-    assert not snapshot.verify(tmp_path / "plain.txt").ok
+    assert not verify_snapshot(tmp_path / "plain.txt").ok
     with pytest.raises(SnapshotError, match="cannot read snapshot"):
-        snapshot.read(tmp_path / "nothing.gz")
+        read_snapshot(tmp_path / "nothing.gz")
 
 
 # --- deltas and diffs ---------------------------------------------------------------------------
@@ -361,7 +363,7 @@ def test_base_plus_delta_equals_a_full_export(tmp_path: Path) -> None:
     assert delta.kind == "delta"
     assert delta.base == base.root
     assert delta.root == full_now.root
-    read_delta = snapshot.read(tmp_path / "delta.gz")
+    read_delta = read_snapshot(tmp_path / "delta.gz")
     assert read_delta.manifest == delta
     assert [d.name for d in read_delta.documents] == [
         "documents/example.com/b/c",
@@ -369,7 +371,7 @@ def test_base_plus_delta_equals_a_full_export(tmp_path: Path) -> None:
         "documents/example.com/f/new",
     ]
     assert read_delta.tombstones == ["documents/example.com/b/d"]
-    state = apply_delta(snapshot.read(tmp_path / "base.gz").state(), read_delta)
+    state = apply_delta(read_snapshot(tmp_path / "base.gz").state(), read_delta)
     assert state == full_now.state()
     assert snapshot.state_root(state) == full_now.root
 
@@ -380,7 +382,7 @@ def test_a_chain_of_deltas_applies_in_order(tmp_path: Path) -> None:
     state1 = apply_delta(base.state(), d1)
     later = [*NOW[:-1], doc("zz/top", "changed again")]
     d2 = snapshot.write_delta(tmp_path / "2.gz", state1, later, {})
-    final = apply_delta(state1, snapshot.read(tmp_path / "2.gz"))
+    final = apply_delta(state1, read_snapshot(tmp_path / "2.gz"))
     assert snapshot.state_root(final) == snapshot.write_full(tmp_path / "f.gz", later, {}).root
     with pytest.raises(SnapshotError, match="was made against snapshot"):
         apply_delta(base.state(), d2)
@@ -391,7 +393,7 @@ def test_a_delta_on_the_wrong_base_is_refused(tmp_path: Path) -> None:
     delta = snapshot.write_delta(tmp_path / "delta.gz", base, NOW, {})
     other = snapshot.write_full(tmp_path / "other.gz", DOCS[:2], {})
     with pytest.raises(SnapshotError) as info:
-        apply_delta(other.state(), snapshot.read(tmp_path / "delta.gz"))
+        apply_delta(other.state(), read_snapshot(tmp_path / "delta.gz"))
     assert f"this delta was made against snapshot {base.root}" in str(info.value)
     assert f"the store/base is {other.root}" in str(info.value)
     with pytest.raises(SnapshotError, match="not a delta"):
@@ -410,7 +412,7 @@ def test_a_delta_whose_root_lies_is_refused_when_applied(tmp_path: Path) -> None
     lines[-1] = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     regzip(path, lines)
     # A delta's root cannot be checked alone; read() passes and apply_delta() catches it.
-    delta = snapshot.read(path)
+    delta = read_snapshot(path)
     with pytest.raises(SnapshotError, match="but the delta promises"):
         apply_delta(base.state(), delta)
 
@@ -420,13 +422,13 @@ def test_an_empty_delta(tmp_path: Path) -> None:
     delta = snapshot.write_delta(tmp_path / "delta.gz", base, DOCS, {})
     assert delta.count == 0
     assert delta.root == base.root
-    assert apply_delta(base.state(), snapshot.read(tmp_path / "delta.gz")) == base.state()
+    assert apply_delta(base.state(), read_snapshot(tmp_path / "delta.gz")) == base.state()
 
 
 def test_diff_reports_added_removed_and_changed(tmp_path: Path) -> None:
     snapshot.write_full(tmp_path / "a.gz", DOCS, {})
     snapshot.write_full(tmp_path / "b.gz", NOW, {})
-    a, b = snapshot.read(tmp_path / "a.gz"), snapshot.read(tmp_path / "b.gz")
+    a, b = read_snapshot(tmp_path / "a.gz"), read_snapshot(tmp_path / "b.gz")
     result = diff(a, b)
     assert result.added == ["documents/example.com/f/new"]
     assert result.removed == ["documents/example.com/b/d"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror.snippets import best_window, plain_text
+from mirror.search.snippets import best_window, plain_text
 
 
 def test_link_targets_and_markup_are_dropped_before_marking():

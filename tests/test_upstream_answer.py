@@ -9,7 +9,7 @@ import pytest
 from mirror.errors import BadRequest, InvalidInput, MirrorError, ProtocolError, QuotaExceeded
 from mirror.models import Answer, DocumentChunk
 from mirror.upstream import Upstream
-from mirror.upstream.mcp_tools import answer
+from mirror.upstream.mcp_payloads import answer
 from tests.emulator import Emulator, Fault
 from tests.upstream_fixtures import open_client
 

@@ -10,7 +10,7 @@ from mirror.config import ENV_SEARCH_RATE, Settings
 from mirror.errors import BadRequest, ConfigError, InvalidInput, MirrorError, QuotaExceeded
 from mirror.models import DocumentChunk, SearchPage
 from mirror.upstream import Upstream, open_upstream
-from mirror.upstream.mcp_tools import search_page
+from mirror.upstream.mcp_payloads import search_page
 from mirror.upstream.retry import RetryPolicy
 from tests.emulator import Emulator, Fault
 from tests.fakes import FakeTime

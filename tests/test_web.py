@@ -18,10 +18,11 @@ from mirror.config import Settings
 from mirror.errors import StoreError
 from mirror.models import Document
 from mirror.records import read_sample
-from mirror.serve import web_links, web_views
-from mirror.serve.web import WebOptions, web_routes
-from mirror.serve.web_markdown import pygments_css
-from mirror.serve.web_render import STATIC_DIR
+from mirror.serve.web import links as web_links
+from mirror.serve.web import views as web_views
+from mirror.serve.web.markdown_html import pygments_css
+from mirror.serve.web.pages import STATIC_DIR
+from mirror.serve.web.routes import WebOptions, web_routes
 from mirror.service import Mirror
 from tests.conftest import CANARY_KEY
 from tests.emulator_fixtures import corpus_documents
@@ -356,7 +357,8 @@ def test_a_foreign_page_token_is_a_400_on_the_search_page(client: TestClient) ->
 
 
 def test_every_tenth_corpus_document_renders_inert() -> None:
-    from mirror.serve import web_markdown, web_sanitize
+    from mirror.serve.web import markdown_html as web_markdown
+    from mirror.serve.web import sanitize as web_sanitize
 
     for record in corpus_documents()[::10]:
         uri = record["uri"]
@@ -373,7 +375,7 @@ def test_the_offline_get_path_never_imports_the_web_stack(tmp_path: Path) -> Non
     Mirror(Settings(db_url=f"sqlite:///{db}")).store.close()  # migrated before (Alembic's imports)
     code = (
         "import sys\n"
-        "from mirror.cli import cli\n"
+        "from mirror.cli.main import cli\n"
         "try:\n"
         "    cli(['--db', sys.argv[1], 'get', '--offline', 'developer.chrome.com/x'])\n"
         "except SystemExit:\n"
@@ -450,7 +452,7 @@ def test_wheel_ships_templates_and_static(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         members = set(archive.namelist())
     shipped = {
-        f"mirror/serve/templates/{p.name}" for p in (root / "mirror/serve/templates").iterdir()
+        f"mirror/serve/web/templates/{p.name}" for p in (root / "mirror/serve/web/templates").iterdir()
     }
-    shipped |= {f"mirror/serve/static/{p.name}" for p in STATIC_DIR.iterdir()}
+    shipped |= {f"mirror/serve/web/static/{p.name}" for p in STATIC_DIR.iterdir()}
     assert shipped <= members and "mirror/serve/web.py" in members

@@ -60,7 +60,7 @@ def test_wheel_carries_migrations_and_sample_and_they_work(tmp_path: Path) -> No
             sys.executable,
             "-c",
             "import mirror, sys; print(mirror.__file__); "
-            "from mirror.cli import main; sys.argv=['dk-mirror','db','upgrade','--db',sys.argv[1]]; "
+            "from mirror.cli.main import main; sys.argv=['dk-mirror','db','upgrade','--db',sys.argv[1]]; "
             "main()",
             str(db),
         ],

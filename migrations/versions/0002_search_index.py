@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from mirror.chunking import chunk_markdown
+from mirror.search.chunking import chunk_markdown
 
 revision = "0002"
 down_revision = "0001"

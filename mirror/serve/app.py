@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -11,11 +9,9 @@ from typing import TYPE_CHECKING
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
-from .mcp_tools import build_server
+from .mcp_server import build_server
 from .options import ServeOptions
 from .rest_api import rest_routes
 from .security import RequestGuard
@@ -24,7 +20,6 @@ if TYPE_CHECKING:
     from ..service import Mirror
 
 MCP_PATH = "/mcp"
-_WEB_MODULE = f"{__package__}.web"
 
 
 def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
@@ -82,16 +77,7 @@ def transport_security(options: ServeOptions) -> TransportSecuritySettings:
 
 
 def browser_routes(mirror: Mirror, options: ServeOptions) -> list[BaseRoute]:
-    """The docs browser's routes when `web.py` provides `web_routes`, else a plain index at /."""
-    if importlib.util.find_spec(_WEB_MODULE) is not None:
-        factory = getattr(importlib.import_module(_WEB_MODULE), "web_routes", None)
-        if factory is not None:
-            return list(factory(mirror, {"allow_fetch": options.fetches}))
-    return [Route("/", _index, methods=["GET"])]
+    """The docs browser's routes (home, tree, documents, search, status, static files)."""
+    from .web.routes import web_routes
 
-
-async def _index(_request: Request) -> Response:
-    return PlainTextResponse(
-        "dk-mirror: MCP (streamable HTTP) at /mcp, REST v1 at /v1/documents/..., "
-        "/v1/documents:batchGet, /v1/documents:searchDocumentChunks, /v1:answerQuery\n"
-    )
+    return web_routes(mirror, {"allow_fetch": options.fetches})

@@ -13,9 +13,9 @@ from ..errors import InvalidInput, NotCached
 from .options import ServeOptions
 
 if TYPE_CHECKING:
-    from ..answering import AnswerResult
-    from ..searching import SearchResult
     from ..service import GetResult, Mirror
+    from ..service.answers import AnswerResult
+    from ..service.search import SearchResult
 
 # Suggestions are worked out for at most this many missing names (each costs a listing).
 SUGGEST_FOR = 3

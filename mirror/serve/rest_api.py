@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute, Route
 
 from ..errors import InvalidInput
 from ..models import Document, View
-from . import calls, errors
+from . import api_errors, calls
 from .options import ServeOptions
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     return Response(body, status, headers=headers, media_type=JSON_TYPE)
 
 
-def error_response(error: errors.ApiError, headers: dict[str, str] | None = None) -> Response:
+def error_response(error: api_errors.ApiError, headers: dict[str, str] | None = None) -> Response:
     """A Google-style error body with its HTTP status."""
     return json_response(error.body(), error.status, headers)
 
@@ -121,7 +121,7 @@ class _RestApi:
         try:
             return json_response(await run_in_threadpool(work))
         except Exception as exc:
-            return error_response(errors.from_exception(exc, secret=self.secret))
+            return error_response(api_errors.from_exception(exc, secret=self.secret))
 
     async def get(self, request: Request) -> Response:
         """GET /v1/documents/{name=**}."""
@@ -178,7 +178,7 @@ class _RestApi:
     async def unknown(self, request: Request) -> Response:
         """Any other method or path under a version prefix: Google's JSON 404."""
         return error_response(
-            errors.make(404, f"Method not found: {request.method} {request.url.path}")
+            api_errors.make(404, f"Method not found: {request.method} {request.url.path}")
         )
 
 

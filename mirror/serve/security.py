@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import errors
+from . import api_errors
 from .options import ServeOptions
 from .rest_api import error_response
 
@@ -34,11 +34,11 @@ def hostname_of(host_header: str) -> str:
 
 def check(
     headers: Headers, options: ServeOptions, allowed: frozenset[str]
-) -> errors.ApiError | None:
+) -> api_errors.ApiError | None:
     """Why a request with these headers must be refused, or None when it may proceed."""
     host = headers.get("host")
     if not host or hostname_of(host) not in allowed:
-        return errors.make(
+        return api_errors.make(
             403,
             f"Host {host!r} is not a name this server answers to (DNS rebinding protection). "
             f"If it names this machine, restart with `dk-mirror serve --allow-host "
@@ -48,12 +48,12 @@ def check(
     if origin is not None:
         parts = urlsplit(origin)
         if parts.scheme not in ("http", "https") or hostname_of(parts.netloc) not in allowed:
-            return errors.make(
+            return api_errors.make(
                 403,
                 f"Origin {origin!r} may not call this server: cross-site requests are refused.",
             )
     if options.token is not None and not _presents(headers, options.token):
-        return errors.make(
+        return api_errors.make(
             401,
             "this server requires a bearer token: send `Authorization: Bearer TOKEN` "
             "(or `X-Goog-Api-Key: TOKEN`)",

@@ -9,10 +9,11 @@ from sqlalchemy import delete, select
 
 from ..models import Document
 from . import index
+from .rows import cached_document, document_row
 from .schema import documents
 
 if TYPE_CHECKING:
-    from . import Store
+    from .store import Store
 
 # Rows fetched per round trip while streaming; bounds memory for 50,000-document stores.
 STREAM_BATCH = 500
@@ -26,8 +27,6 @@ def iter_documents(
     names: Sequence[str] | None = None,
 ) -> Iterator[Document]:
     """Documents that have content, in name order, optionally narrowed; streamed."""
-    from . import _cached
-
     query = select(documents).where(documents.c.content.is_not(None)).order_by(documents.c.name)
     if prefix:
         query = query.where(documents.c.name >= prefix, documents.c.name < prefix + "\U0010ffff")
@@ -40,12 +39,12 @@ def iter_documents(
             part = query.where(documents.c.name.in_(wanted[start : start + STREAM_BATCH]))
             with store.engine.connect() as conn:
                 rows = conn.execute(part).all()
-            yield from (_cached(row).document for row in rows)
+            yield from (cached_document(row).document for row in rows)
         return
     with store.engine.connect() as conn:
         result = conn.execution_options(yield_per=STREAM_BATCH).execute(query)
         for row in result:
-            yield _cached(row).document
+            yield cached_document(row).document
 
 
 def apply_changes(
@@ -57,11 +56,9 @@ def apply_changes(
     upstream: str,
 ) -> None:
     """Write `put` and delete `remove` in ONE transaction: all of it lands, or none."""
-    from . import _row
-
     with store._writer() as conn, conn.begin():
         if put:
-            conn.execute(store._upsert, [_row(doc, fetched_at, upstream) for doc in put])
+            conn.execute(store._upsert, [document_row(doc, fetched_at, upstream) for doc in put])
             index.reindex(conn, put)
         for start in range(0, len(remove), STREAM_BATCH):
             part = list(remove[start : start + STREAM_BATCH])

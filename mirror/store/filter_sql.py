@@ -26,7 +26,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from ..filters import COMPARE, And, Compare, Node, Or, instant_key
+from ..search.filters import COMPARE, And, Compare, Node, Or, instant_key
 
 
 class InstantKey(FunctionElement[str]):

@@ -15,8 +15,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Float, Integer, column, select, text
 
-from ..chunking import chunk_markdown
 from ..models import Document, content_sha256
+from ..search.chunking import chunk_markdown
 from .schema import documents
 from .schema_index import FTS_TABLE, chunks
 

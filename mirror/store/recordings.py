@@ -11,8 +11,9 @@ from sqlalchemy import Connection, Engine, select, update
 
 from ..canonical import canonical_json
 from ..models import Answer, Document, SearchPage
+from .rows import document_row, upsert
 from .schema import documents
-from .schema_records import answers, quota_usage, search_pages
+from .schema_recordings import answers, quota_usage, search_pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,19 +35,6 @@ class RecordedAnswer:
     upstream: str
 
 
-def _upsert(dialect: str, table: Any, keys: list[str]) -> Any:
-    insert: Any
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(table)
-    return stmt.on_conflict_do_update(
-        index_elements=keys,
-        set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},
-    )
-
-
 class Recordings:
     """Reads and writes the recording tables; writes take the store's write transaction."""
 
@@ -54,8 +42,8 @@ class Recordings:
         self.engine = engine
         self._writer = writer
         dialect = engine.dialect.name
-        self._page_upsert = _upsert(dialect, search_pages, ["key"])
-        self._answer_upsert = _upsert(dialect, answers, ["key"])
+        self._page_upsert = upsert(dialect, search_pages, ["key"])
+        self._answer_upsert = upsert(dialect, answers, ["key"])
 
     def save_page(
         self, key: str, request: dict[str, Any], page: SearchPage, *, at: float, upstream: str
@@ -173,7 +161,6 @@ class Recordings:
         """Keep metadata seen in search results: new names get a metadata-only row; cached
         ones whose upstream `updateTime` is newer are marked stale via `seen_update_time`."""
         from ..policy import newer
-        from . import _row
 
         if not docs:
             return
@@ -190,7 +177,7 @@ class Recordings:
             fresh_rows = []
             for name, doc in by_name.items():
                 if name not in known:
-                    fresh_rows.append(_row(doc.basic(), at, upstream))
+                    fresh_rows.append(document_row(doc.basic(), at, upstream))
                     continue
                 stored, seen = known[name]
                 if newer(doc.update_time, stored) and newer(doc.update_time, seen or stored):

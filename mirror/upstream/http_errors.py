@@ -21,13 +21,7 @@ from ..errors import (
     Unavailable,
     UpstreamError,
 )
-from .retry import (
-    QUOTA_HINT,
-    RETRYABLE_STATUSES,
-    UNAVAILABLE_HINT,
-    Transient,
-    parse_retry_after,
-)
+from .retry import QUOTA_HINT, RETRYABLE_STATUSES, UNAVAILABLE_HINT, Transient, parse_retry_after
 
 SERVICE = "developerknowledge.googleapis.com"
 ENABLE_HINT = f"enable the API: gcloud services enable {SERVICE} --project=PROJECT_ID"

@@ -16,7 +16,7 @@ import httpx
 from .. import __version__
 from ..errors import ProtocolError
 from ..models import Answer, Document, SearchPage, View, data_source_of
-from . import mcp_tools
+from . import mcp_payloads as mcp_tools
 from .base import (
     HttpUpstream,
     batch_of,
@@ -27,7 +27,7 @@ from .base import (
     quoted,
 )
 from .http_errors import ErrorDetail, fail, parse_error_body, parse_error_text, raise_for_response
-from .mcp_tools import ANSWER_TOOL, GET_TOOL, SEARCH_TOOL
+from .mcp_payloads import ANSWER_TOOL, GET_TOOL, SEARCH_TOOL
 from .retry import ANSWER_QUOTA, GET_QUOTA, SEARCH_QUOTA, Quota
 
 log = logging.getLogger("mirror.upstream")

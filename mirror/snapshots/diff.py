@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .models import Document
-from .snapshot import Manifest, Snapshot, SnapshotError, State, state_root
+from ..models import Document
+from .format import Manifest, Snapshot, SnapshotError, State, state_root
 
 What = Literal["content", "metadata", "both"]
 StateLike = Snapshot | Manifest | Mapping[str, tuple[str, str]]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 
 # Upstream refuses longer filters with INVALID_ARGUMENT.
 MAX_FILTER_LENGTH = 500

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING
 
-from . import extractive, filters
-from .errors import InvalidInput, QuotaExceeded, UpstreamError
-from .models import Answer
+from ..errors import InvalidInput, QuotaExceeded, UpstreamError
+from ..models import Answer
+from ..search import extractive, filters
 
 if TYPE_CHECKING:
-    from .service import Mirror
-    from .store.recordings import RecordedAnswer
+    from ..store.recordings import RecordedAnswer
+    from . import Mirror
 
 QUOTA_BUCKET = "answerQuery"
 # How many local hits an extractive answer may quote from.

@@ -8,9 +8,9 @@ from typing import Any, TypeVar
 
 import click
 
-from .config import Settings, parse_duration
-from .errors import InvalidInput
-from .service import Mirror
+from ..config import Settings, parse_duration
+from ..errors import InvalidInput
+from ..service import Mirror
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .canonical import canonical_json, sha256_tag
-from .errors import InvalidInput
-from .models import Document
+from ..canonical import canonical_json, sha256_tag
+from ..errors import InvalidInput
+from ..models import Document
 
 FORMAT = "dk-mirror-snapshot"
 VERSION = 1
@@ -40,9 +40,9 @@ VERSION = 1
 COMPRESSLEVEL = 9
 Kind = Literal["full", "delta"]
 State = dict[str, tuple[str, str]]
-_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 # How many problems an exception message shows; VerifyReport keeps them all.
-_SHOWN = 10
+SHOWN = 10
 
 
 class SnapshotError(InvalidInput):
@@ -294,28 +294,3 @@ def write_delta(
     return _write(
         path, docs_now, selection, base.state() if isinstance(base, Manifest) else dict(base)
     )
-
-
-# Reading lives in snapshot_read.py; re-exported so callers use one module for the format.
-from .snapshot_read import VerifyReport, read, verify  # noqa: E402
-
-__all__ = [
-    "COMPRESSLEVEL",
-    "FORMAT",
-    "VERSION",
-    "Entry",
-    "Manifest",
-    "Snapshot",
-    "SnapshotError",
-    "State",
-    "VerifyReport",
-    "canonical_json",
-    "document_hashes",
-    "read",
-    "root_digest",
-    "sha256_tag",
-    "state_root",
-    "verify",
-    "write_delta",
-    "write_full",
-]

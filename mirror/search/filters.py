@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeAlias
 
+from ..timestamps import RFC3339, canonical_timestamp, instant_key
 from .filter_syntax import (
     COMPARE,
     FIELDS,
@@ -35,7 +36,6 @@ from .filter_syntax import (
     Token,
     tokenize,
 )
-from .timestamps import RFC3339, canonical_timestamp, instant_key
 
 __all__ = [
     "COMPARE",

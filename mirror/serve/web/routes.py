@@ -19,14 +19,17 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import names as naming
-from ..errors import InvalidInput, MirrorError, NotCached, NotFound, UpstreamError
-from ..snippets import best_window, plain_text
-from . import web_links, web_markdown, web_sanitize, web_views
-from .web_render import STATIC_DIR, page
+from ... import names as naming
+from ...errors import InvalidInput, MirrorError, NotCached, NotFound, UpstreamError
+from ...search.snippets import best_window, plain_text
+from . import links as web_links
+from . import markdown_html as web_markdown
+from . import sanitize as web_sanitize
+from . import views as web_views
+from .pages import STATIC_DIR, page
 
 if TYPE_CHECKING:
-    from ..service import Mirror
+    from ...service import Mirror
 
 # More candidate names than this in one page are not looked up (the rest count as missing).
 MAX_LINK_LOOKUP = 2000

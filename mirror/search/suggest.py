@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from . import names as naming
+from .. import names as naming
 
 
 def parents(name: str) -> list[str]:

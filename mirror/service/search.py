@@ -8,12 +8,12 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from . import filters
-from .errors import BadRequest, InvalidInput, UpstreamError
-from .models import DocumentChunk, SearchPage
+from ..errors import BadRequest, InvalidInput, UpstreamError
+from ..models import DocumentChunk, SearchPage
+from ..search import filters
 
 if TYPE_CHECKING:
-    from .service import Mirror
+    from . import Mirror
 
 # Upstream refuses longer queries with INVALID_ARGUMENT; so do we, before sending.
 MAX_QUERY_LENGTH = 500

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 
 import click
 
-from .cli_common import global_options, open_mirror
-from .config import ENV_SERVE_TOKEN
-from .errors import ConfigError
-from .serve.options import DEFAULT_HOST, DEFAULT_PORT, MODES, ServeOptions
+from ..config import ENV_SERVE_TOKEN
+from ..errors import ConfigError
+from ..serve.options import DEFAULT_HOST, DEFAULT_PORT, MODES, ServeOptions
+from .common import global_options, open_mirror
 
 log = logging.getLogger("mirror.serve")
 
@@ -95,8 +95,8 @@ def serve(
             allowed_hosts=allow_hosts,
         )
         _configure_logging()
-        from .serve import app, runner
-        from .serve.mcp_tools import build_server
+        from ..serve import app, runner
+        from ..serve.mcp_server import build_server
 
         if stdio:
             app.prepare(mirror, options)

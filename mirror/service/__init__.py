@@ -9,28 +9,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import names as naming
-from .config import Settings
-from .errors import (
-    ConfigError,
-    InvalidInput,
-    NetworkForbidden,
-    NotCached,
-    NotFound,
-    UpstreamError,
-)
-from .models import CachedDocument, Document
-from .policy import Freshness, freshness
-from .store import Stats, Store, Summary
+from .. import names as naming
+from ..config import Settings
+from ..errors import ConfigError, InvalidInput, NetworkForbidden, NotCached, NotFound, UpstreamError
+from ..models import CachedDocument, Document
+from ..policy import Freshness, freshness
+from ..store.store import Stats, Store, Summary
 
 if TYPE_CHECKING:
     import httpx
 
-    from . import lockfile, pins, snapshot
-    from .answering import AnswerResult
-    from .searching import SearchResult
-    from .upstream import Upstream
-    from .upstream.retry import RetryPolicy
+    from ..snapshots import format as snapshot
+    from ..snapshots import lockfile
+    from ..upstream import Upstream
+    from ..upstream.retry import RetryPolicy
+    from . import ci as pins
+    from .answers import AnswerResult
+    from .search import SearchResult
 
 log = logging.getLogger("mirror")
 
@@ -122,7 +117,7 @@ class Mirror:
                 hint="drop --offline / DK_MIRROR_OFFLINE to go online",
             )
         if self._upstream is None:
-            from .upstream import open_upstream
+            from ..upstream import open_upstream
 
             self._upstream = open_upstream(
                 self.settings, transport=self._transport, retry=self._retry
@@ -193,7 +188,7 @@ class Mirror:
         cached: dict[str, CachedDocument],
         verdicts: dict[str, Freshness],
     ) -> tuple[dict[str, CachedDocument], dict[str, str], list[str]]:
-        from .upstream.batching import iter_fetch
+        from ..upstream.batching import iter_fetch
 
         try:
             outcomes = list(iter_fetch(self.upstream(), to_fetch))
@@ -236,7 +231,7 @@ class Mirror:
         progress: Progress | None = None,
     ) -> FetchReport:
         """Mirror any number of documents: batches of 20, each written in one transaction."""
-        from .upstream.batching import iter_fetch
+        from ..upstream.batching import iter_fetch
 
         wanted = list(dict.fromkeys(naming.normalize_every(names)))
         report = FetchReport(requested=len(wanted))
@@ -270,14 +265,14 @@ class Mirror:
 
     def import_file(self, path: Path) -> int:
         """Import Document records from a JSONL(.gz) file, all or nothing."""
-        from .records import read_documents
+        from ..records import read_documents
 
         docs = read_documents(path)
         return self.store.put(docs, fetched_at=self.clock(), upstream=f"import {path.name}")
 
     def import_sample(self) -> int:
         """Import the sample documents shipped with dk-mirror."""
-        from .records import read_sample
+        from ..records import read_sample
 
         return self.store.put(read_sample(), fetched_at=self.clock(), upstream="sample")
 
@@ -295,7 +290,7 @@ class Mirror:
         prefer_recorded: bool = False,
     ) -> SearchResult:
         """One page of chunks: upstream (recorded) online, else a recording or the local index."""
-        from . import searching
+        from . import search as searching
 
         request = searching.make_request(query, page_size, page_token, filter)
         offline = self.settings.offline if offline is None else offline
@@ -312,7 +307,7 @@ class Mirror:
         prefer_recorded: bool = False,
     ) -> AnswerResult:
         """A grounded answer: upstream under the daily quota, else recorded or extractive."""
-        from . import answering
+        from . import answers as answering
 
         offline = self.settings.offline if offline is None else offline
         return answering.answer(
@@ -321,7 +316,7 @@ class Mirror:
 
     def suggest_names(self, name: str, limit: int = 3, exclude: Sequence[str] = ()) -> list[str]:
         """Cached documents nearest to `name`: same path prefix first, then close spelling."""
-        from . import suggest
+        from ..search import suggest
 
         target = naming.normalize(name)
         pool: list[str] = []
@@ -343,37 +338,37 @@ class Mirror:
 
     def export_snapshot(self, out: Path, **selection: Any) -> snapshot.Manifest:
         """Write a snapshot file (selection: prefix, data_source, names, lock, since)."""
-        from . import pins
+        from . import ci as pins
 
         return pins.export(self, out, **selection)
 
     def import_snapshot(self, path: Path) -> pins.ImportReport:
         """Verify a snapshot, then write it all or nothing."""
-        from . import pins
+        from . import ci as pins
 
         return pins.import_snapshot(self, path)
 
     def check_snapshot(self, path: Path, *, max_age: float | None = None) -> pins.CheckReport:
         """Which pinned documents changed upstream (metadata only), and the snapshot's age."""
-        from . import pins
+        from . import ci as pins
 
         return pins.check(self, path, max_age=max_age)
 
     def lock(self, requirements: Path) -> list[lockfile.LockEntry]:
         """Resolve a requirements file into lock entries."""
-        from . import pins
+        from . import ci as pins
 
         return pins.lock(self, requirements)
 
     def sync_locked(self, lock_path: Path, *, source: Path | None = None) -> pins.SyncReport:
         """Make the store hold exactly the locked bytes."""
-        from . import pins
+        from . import ci as pins
 
         return pins.sync_locked(self, lock_path, source=source)
 
     def export_markdown(self, root: Path, *, prefix: str | None = None) -> int:
         """Write the documents as a Markdown tree with an index."""
-        from . import pins
+        from . import ci as pins
 
         return pins.export_markdown(self, root, prefix=prefix)
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import click
 
-from . import __version__, render
-from .cli_common import global_options, json_option, open_mirror
-from .config import ENV_API_KEY
-from .errors import MirrorError, SchemaError, StoreError
+from .. import __version__
+from ..config import ENV_API_KEY
+from ..errors import MirrorError, SchemaError, StoreError
+from . import render
+from .common import global_options, json_option, open_mirror
 
 
 @click.command()
@@ -77,8 +78,8 @@ def import_(ctx: click.Context, file: Path | None, sample: bool) -> None:
 
 def _checks(mirror: Any) -> list[tuple[str, str, str]]:
     """(level, topic, message) rows for `doctor`: level is ok, warn or fail."""
-    from .store import Store
-    from .store.schema import SCHEMA_REVISION
+    from ..store.schema import SCHEMA_REVISION
+    from ..store.store import Store
 
     settings = mirror.settings
     rows = [("ok", "dk-mirror", f"{__version__} on Python {sys.version.split()[0]}")]
@@ -158,8 +159,8 @@ def db() -> None:
 @click.pass_context
 def db_status(ctx: click.Context) -> None:
     """Show the store's schema revision and the newest this version knows."""
-    from .store.engine import create
-    from .store.migrate import current_revision, known_revisions
+    from ..store.engine import create
+    from ..store.migrate import current_revision, known_revisions
 
     mirror = open_mirror(ctx)
 
@@ -179,8 +180,8 @@ def db_status(ctx: click.Context) -> None:
 @click.pass_context
 def db_upgrade(ctx: click.Context) -> None:
     """Upgrade the store's schema to the newest revision."""
-    from .store.engine import create
-    from .store.migrate import known_revisions, upgrade
+    from ..store.engine import create
+    from ..store.migrate import known_revisions, upgrade
 
     mirror = open_mirror(ctx)
     engine = create(mirror.settings.db_url)
@@ -196,7 +197,7 @@ def db_upgrade(ctx: click.Context) -> None:
 @click.pass_context
 def demo(ctx: click.Context) -> None:
     """Mirror the sample documents (from upstream with a key, else the shipped copy), then read one offline."""
-    from .records import read_sample
+    from ..records import read_sample
 
     mirror = open_mirror(ctx)
     settings = mirror.settings

@@ -34,8 +34,8 @@ from itertools import groupby
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
-from .errors import InvalidInput, InvalidName
-from .models import Document, content_sha256, data_source_of
+from ..errors import InvalidInput, InvalidName
+from ..models import Document, content_sha256, data_source_of
 
 PREFIX = "documents/"
 # Well under the 255-byte limit of every common file system, leaving room for long prefixes.

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .canonical import canonical_json, sha256_tag
-from .errors import MirrorError
-from .models import Document
-from .snapshot import (
-    _HASH,
-    _SHOWN,
+from ..canonical import canonical_json, sha256_tag
+from ..errors import MirrorError
+from ..models import Document
+from .format import (
     FORMAT,
+    HASH,
+    SHOWN,
     VERSION,
     Entry,
     Manifest,
@@ -86,7 +86,7 @@ def _manifest_from_json(obj: object) -> Manifest:
     digests = [manifest.root, *([] if full else [manifest.base])]
     digests += [h for e in entries if not e.removed for h in (e.content, e.metadata)]
     for digest in digests:
-        if not isinstance(digest, str) or not _HASH.match(digest):
+        if not isinstance(digest, str) or not HASH.match(digest):
             raise _Bad(f"{str(digest)[:80]!r} is not a sha256:<64 lower-case hex> digest")
     return manifest
 
@@ -255,8 +255,8 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
     scan = _Scan(keep=True)
     scan.run(Path(path))
     if scan.problems or scan.manifest is None:
-        shown = "; ".join(scan.problems[:_SHOWN])
-        more = f" (and {len(scan.problems) - _SHOWN} more)" if len(scan.problems) > _SHOWN else ""
+        shown = "; ".join(scan.problems[:SHOWN])
+        more = f" (and {len(scan.problems) - SHOWN} more)" if len(scan.problems) > SHOWN else ""
         raise SnapshotError(
             f"snapshot {path} failed verification: {shown}{more}",
             names=sorted(scan.bad),

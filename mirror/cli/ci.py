@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from . import render
-from .cli_common import duration, global_options, json_option, open_mirror
+from .common import duration, global_options, json_option, open_mirror
 
 PathArg = click.Path(path_type=Path, dir_okay=False)
 ExistingFile = click.Path(path_type=Path, dir_okay=False, exists=True)
@@ -42,8 +42,8 @@ def export(
     as_json: bool,
 ) -> None:
     """Write the selected documents to OUT: same documents, same bytes, on any machine."""
-    from .names import read_names
-    from .service import prefix_form
+    from ..names import read_names
+    from ..service import prefix_form
 
     mirror = open_mirror(ctx)
     manifest = mirror.export_snapshot(
@@ -70,7 +70,7 @@ def export(
 @click.pass_context
 def verify(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Recompute every hash offline; exit 1 naming each document that does not match."""
-    from .snapshot import verify as run_verify
+    from ..snapshots.read import verify as run_verify
 
     report = run_verify(file)
     if as_json:
@@ -110,9 +110,9 @@ def diff(
     ctx: click.Context, a: Path, b: Path, content: bool, exit_code: bool, as_json: bool
 ) -> None:
     """List documents added, removed and changed from A to B."""
-    from .snapshot import read
-    from .snapshot_diff import diff as compare
-    from .snapshot_diff import unified_content_diff
+    from ..snapshots.diff import diff as compare
+    from ..snapshots.diff import unified_content_diff
+    from ..snapshots.read import read
 
     left, right = read(a), read(b)
     result = compare(left, right)
@@ -173,8 +173,8 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
 @click.pass_context
 def lock(ctx: click.Context, requirements: Path, output: Path) -> None:
     """Resolve the docs a project needs (names, prefixes, searches) into a lock file to commit."""
-    from .lockfile import write_lock
-    from .pins import write_atomic
+    from ..service.ci import write_atomic
+    from ..snapshots.lockfile import write_lock
 
     mirror = open_mirror(ctx)
     entries = mirror.lock(requirements)
@@ -210,7 +210,7 @@ def sync(ctx: click.Context, locked: bool, lock_file: Path, source: Path | None)
 @click.pass_context
 def export_md(ctx: click.Context, directory: Path, prefix: str | None) -> None:
     """Write one .md file per document (front matter + Markdown) and an index.md."""
-    from .service import prefix_form
+    from ..service import prefix_form
 
     mirror = open_mirror(ctx)
     count = mirror.export_markdown(directory, prefix=prefix_form(prefix) if prefix else None)

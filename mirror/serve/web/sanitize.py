@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from .web_links import Link
+from .links import Link
 
 _ALLOWED = frozenset(
     [

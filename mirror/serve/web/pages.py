@@ -9,9 +9,9 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.responses import HTMLResponse
 
-from .. import render
-from .web_links import doc_path
-from .web_views import ago, browse_path, when
+from ...cli import render
+from .links import doc_path
+from .views import ago, browse_path, when
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES_DIR = HERE / "templates"

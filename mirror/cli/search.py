@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import click
 
+from ..search.snippets import best_window, plain_text
 from . import render
-from .cli_common import global_options, json_option, open_mirror
-from .snippets import best_window, plain_text
+from .common import global_options, json_option, open_mirror
 
 
 def _marked(segments: list[tuple[str, bool]]) -> str:

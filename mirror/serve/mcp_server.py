@@ -13,14 +13,14 @@ from mcp_types import CallToolResult, ToolAnnotations
 from .. import __version__
 from ..models import Document
 from ..names import uri_of
-from . import calls, errors
+from . import api_errors, calls
 from .options import ServeOptions
 from .tool_schemas import BY_NAME
 
 if TYPE_CHECKING:
-    from ..answering import AnswerResult
-    from ..searching import SearchResult
     from ..service import GetResult, Mirror
+    from ..service.answers import AnswerResult
+    from ..service.search import SearchResult
 
 INSTRUCTIONS = (
     "A dk-mirror of Google's Developer Knowledge API: the same search_documents, get_documents "
@@ -37,9 +37,9 @@ def build_server(mirror: Mirror, options: ServeOptions) -> MCPServer:
 
     def guarded(work: Callable[[], dict[str, Any]]) -> CallToolResult:
         try:
-            return errors.tool_result(work())
+            return api_errors.tool_result(work())
         except Exception as exc:  # every failure is a tool error the agent can read
-            return errors.tool_error(errors.from_exception(exc, secret=secret))
+            return api_errors.tool_error(api_errors.from_exception(exc, secret=secret))
 
     def search_documents(query: str) -> CallToolResult:
         """Find documentation chunks (Google's search_documents)."""

@@ -13,14 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import lockfile, mdpaths, snapshot
-from .errors import InvalidInput
-from .models import Document, View
-from .snapshot_diff import apply_delta
-from .timestamps import instant_key
+from ..errors import InvalidInput
+from ..models import Document, View
+from ..snapshots import format as snapshot
+from ..snapshots import lockfile, mdpaths
+from ..snapshots.diff import apply_delta
+from ..snapshots.read import read as read_snapshot
+from ..timestamps import instant_key
 
 if TYPE_CHECKING:
-    from .service import Mirror
+    from . import Mirror
 
 
 @dataclass(slots=True)
@@ -101,7 +103,7 @@ def export(
     selection = _selection(prefix, data_source, names)
     if since is None:
         return snapshot.write_full(out, docs, selection)
-    base = snapshot.read(since)
+    base = read_snapshot(since)
     if base.manifest.kind != "full":
         raise snapshot.SnapshotError(
             f"{since} is a delta; a delta is made against a full snapshot",
@@ -117,7 +119,7 @@ def store_state(mirror: Mirror) -> snapshot.State:
 
 def import_snapshot(mirror: Mirror, path: Path) -> ImportReport:
     """Verify a snapshot completely, then write it in one transaction (all or nothing)."""
-    snap = snapshot.read(path)  # raises, naming every bad document, before anything is written
+    snap = read_snapshot(path)  # raises, naming every bad document, before anything is written
     manifest = snap.manifest
     if manifest.kind == "delta":
         apply_delta(store_state(mirror), snap)  # refuses a delta made on another base
@@ -132,9 +134,9 @@ def import_snapshot(mirror: Mirror, path: Path) -> ImportReport:
 
 def check(mirror: Mirror, path: Path, *, max_age: float | None) -> CheckReport:
     """Ask upstream (BASIC view: metadata only) which pinned documents changed or vanished."""
-    from .upstream.batching import iter_fetch
+    from ..upstream.batching import iter_fetch
 
-    snap = snapshot.read(path)
+    snap = read_snapshot(path)
     pinned = {d.name: d for d in snap.documents}
     report = CheckReport(pinned=len(pinned))
     for outcome in iter_fetch(mirror.upstream(), sorted(pinned), View.BASIC):
@@ -218,11 +220,11 @@ def sync_locked(mirror: Mirror, lock_path: Path, *, source: Path | None) -> Sync
     report = SyncReport(locked=len(entries), already=len(entries) - len(todo))
     candidates: dict[str, Document] = {}
     if todo and source is not None:
-        snap = snapshot.read(source)
+        snap = read_snapshot(source)
         candidates.update((d.name, d) for d in snap.documents if d.name in todo)
     remaining = sorted(todo - candidates.keys())
     if remaining and not mirror.settings.offline:
-        from .upstream.batching import iter_fetch
+        from ..upstream.batching import iter_fetch
 
         for outcome in iter_fetch(mirror.upstream(), remaining):
             candidates.update((d.name, d.with_derived_fields()) for d in outcome.documents)

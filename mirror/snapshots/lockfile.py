@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from . import filters
-from . import names as naming
-from .errors import InvalidInput, MirrorError
-from .models import Document, content_sha256
+from .. import names as naming
+from ..errors import InvalidInput, MirrorError
+from ..models import Document, content_sha256
+from ..search import filters
 
 REQUIREMENTS_FILE = "dk-mirror.toml"
 LOCK_FILE = "dk-mirror.lock"

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from .. import names as naming
-from ..models import data_source_of
-from ..snippets import plain_text
-from ..store import Summary
+from ... import names as naming
+from ...models import data_source_of
+from ...search.snippets import plain_text
+from ...store.store import Summary
 
 DAY = 86400.0
 # Upper bounds (seconds since fetch) of the age buckets; the last bucket is open-ended.

@@ -9,13 +9,13 @@ from typing import Any
 
 import click
 
+from ..errors import MirrorError
 from . import render
-from .cli_admin import admin_commands
-from .cli_common import Progress, duration, global_options, json_option, open_mirror
-from .cli_pins import pin_commands
-from .cli_search import search_commands
-from .cli_serve import serve
-from .errors import MirrorError
+from .admin import admin_commands
+from .ci import pin_commands
+from .common import Progress, duration, global_options, json_option, open_mirror
+from .search import search_commands
+from .serve import serve
 
 EXIT_NOT_FOUND = 3
 
@@ -98,7 +98,7 @@ def fetch(
     as_json: bool,
 ) -> None:
     """Mirror any number of documents into the store, in batches of 20."""
-    from .names import read_names
+    from ..names import read_names
 
     wanted = list(names) + (read_names(names_file) if names_file else [])
     if not wanted:

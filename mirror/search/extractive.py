@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .models import Answer, Citation, Document, DocumentChunk
+from ..models import Answer, Citation, Document, DocumentChunk
 
 LABEL = "Extractive answer (offline: quoted from the local mirror, not generated):"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")

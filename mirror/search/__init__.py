@@ -1,0 +1,1 @@
+"""Search text, pure: the filter grammar, chunking, snippets, extractive answers, suggestions."""
