@@ -455,4 +455,4 @@ def test_wheel_ships_templates_and_static(tmp_path: Path) -> None:
         f"mirror/serve/web/templates/{p.name}" for p in (root / "mirror/serve/web/templates").iterdir()
     }
     shipped |= {f"mirror/serve/web/static/{p.name}" for p in STATIC_DIR.iterdir()}
-    assert shipped <= members and "mirror/serve/web.py" in members
+    assert shipped <= members and "mirror/serve/web/routes.py" in members
