@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from .errors import ConfigError, InvalidInput
@@ -28,7 +29,16 @@ ENV_ANSWERS_PER_DAY = "DK_MIRROR_ANSWERS_PER_DAY"
 ENV_SERVE_TOKEN = "DK_MIRROR_SERVE_TOKEN"
 
 GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"
-TRANSPORTS = ("rest", "mcp")
+
+
+class Transport(StrEnum):
+    """How dk-mirror talks to its upstream."""
+
+    REST = "rest"
+    MCP = "mcp"
+
+
+TRANSPORTS = tuple(t.value for t in Transport)
 # The documented default quota for Get + BatchGet together, per project.
 DEFAULT_GET_PER_MINUTE = 100
 # The documented default quota for SearchDocumentChunks, per project (a bucket of its own).
@@ -94,7 +104,7 @@ class Settings:
 
     db_url: str
     upstream: str = GOOGLE_UPSTREAM
-    transport: str = "rest"
+    transport: Transport = Transport.REST
     offline: bool = False
     # Any attempt to reach the network is an error (CI proving it ran offline); implies offline.
     strict_offline: bool = False
@@ -103,6 +113,10 @@ class Settings:
     get_per_minute: int = DEFAULT_GET_PER_MINUTE
     search_per_minute: int = DEFAULT_SEARCH_PER_MINUTE
     answers_per_day: int = DEFAULT_ANSWERS_PER_DAY
+
+    def __post_init__(self) -> None:
+        # Callers (tests, embedding programs) may pass the transport as a plain string.
+        object.__setattr__(self, "transport", Transport(self.transport))
 
     def __repr__(self) -> str:
         # Never let the key reach a log line or a traceback through repr().
@@ -160,7 +174,7 @@ class Settings:
         return cls(
             db_url=db_url,
             upstream=base,
-            transport=chosen,
+            transport=Transport(chosen),
             offline=bool(is_offline),
             strict_offline=bool(is_strict),
             api_key=env.get(ENV_API_KEY) or None,

@@ -2,10 +2,16 @@
 
     MirrorError                    base; `.hint` says what to do next
     ├── InvalidInput               bad names, options or files given by the user (exit 2)
-    │   └── InvalidName
+    │   ├── InvalidName            a name that cannot be a document (names.py raises it)
+    │   ├── InvalidFilter          search/filter_syntax.py: a filter outside the grammar
+    │   ├── SnapshotError          snapshots/format.py: a snapshot unwritable, unreadable, bad
+    │   ├── RequirementsError      snapshots/lockfile.py: a dk-mirror.toml it cannot use
+    │   ├── LockError              snapshots/lockfile.py: a dk-mirror.lock it cannot use
+    │   └── UnsafePath             snapshots/mdpaths.py: a Markdown path escaping its folder
     ├── ConfigError                missing API key, bad URL, unusable settings (exit 1)
     │   └── NetworkForbidden       strict offline mode and something tried to go online
     ├── NotCached                  offline and not in the store (exit 4); `.names`
+    │   └── NotServed              serve/calls.py: a miss a read-only server may not fetch
     ├── StoreError                 the local database cannot be used as asked (exit 1)
     │   └── SchemaError            store revision unknown to this version of dk-mirror
     └── UpstreamError              the upstream API failed; `.status`, `.code` (exit 1)
@@ -16,6 +22,9 @@
         ├── QuotaExceeded          429 RESOURCE_EXHAUSTED after retries
         ├── Unavailable            503/504/5xx, dropped connections, timeouts, after retries
         └── ProtocolError          a body that is not the JSON shape the contract promises
+
+    Transient (upstream/retry.py)  internal to the retry loop: wraps an UpstreamError worth
+                                   retrying; never escapes mirror/upstream/
 
 Messages say what happened, what was being done, and what to do next. None of them ever
 contains the API key: the key travels only in a request header, which no message quotes.

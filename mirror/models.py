@@ -145,8 +145,8 @@ class DocumentChunk:
     content: str
     document: Document | None = None
     relevance_score: float | None = None
-    # Where the hit came from in this mirror: "upstream", "recorded" or "local".
-    source: str | None = None
+    # Where the hit came from in this mirror (upstream, recorded or local).
+    source: Source | None = None
 
     @classmethod
     def from_api(cls, data: object) -> DocumentChunk:
@@ -278,3 +278,122 @@ class Answer:
     def reference_names(self) -> list[str]:
         """Names of the referenced documents, first mention first, without repeats."""
         return list(dict.fromkeys(r.parent for r in self.references))
+
+
+class Source(StrEnum):
+    """Where a served document, search page or answer came from in this mirror."""
+
+    CACHE = "cache"  # a fresh copy in the store
+    UPSTREAM = "upstream"  # fetched (or asked) just now
+    STALE = "stale"  # an old copy, served offline or because upstream failed
+    RECORDED = "recorded"  # an upstream search page or answer recorded earlier
+    LOCAL = "local"  # the local full-text index
+    EXTRACTIVE = "extractive"  # sentences quoted from local hits (offline answers)
+
+
+def rfc3339(epoch: float | None) -> str | None:
+    """Unix seconds as RFC 3339 UTC (`2026-01-02T03:04:05.678Z`), the API's timestamp form."""
+    if epoch is None:
+        return None
+    from datetime import UTC, datetime
+
+    moment = datetime.fromtimestamp(epoch, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One line of a listing: a document's metadata without its content."""
+
+    name: str
+    title: str | None
+    data_source: str | None
+    update_time: str | None
+    content_length_bytes: int | None
+    has_content: bool
+    fetched_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The listing line as `ls --json` prints it."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "dataSource": self.data_source,
+            "updateTime": self.update_time,
+            "contentLengthBytes": self.content_length_bytes,
+            "hasContent": self.has_content,
+            "fetchedAt": rfc3339(self.fetched_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Counts and sizes of the store."""
+
+    documents: int
+    with_content: int
+    content_bytes: int
+    oldest_fetch: float | None
+    newest_fetch: float | None
+    by_data_source: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        """The counts as `status --json` prints them."""
+        return {
+            "documents": self.documents,
+            "withContent": self.with_content,
+            "contentBytes": self.content_bytes,
+            "oldestFetch": rfc3339(self.oldest_fetch),
+            "newestFetch": rfc3339(self.newest_fetch),
+            "byDataSource": self.by_data_source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoreFacts:
+    """What the store reports about itself: where it is and what state it is in."""
+
+    url: str
+    dialect: str
+    revision: str | None
+    expected_revision: str
+    journal_mode: str | None  # SQLite only
+    search_index: bool
+    integrity: tuple[str, ...] | None = None  # quick_check problems; None when not checked
+
+    def to_json(self) -> dict[str, Any]:
+        """The store's facts as `status --json` and `doctor --json` print them."""
+        return {
+            "store": self.url,
+            "database": self.dialect,
+            "schemaRevision": self.revision,
+            "expectedRevision": self.expected_revision,
+            "journalMode": self.journal_mode,
+            "searchIndex": self.search_index,
+            "integrity": None if self.integrity is None else list(self.integrity),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """One report on the store and the configuration: `status`, `doctor` and the web status."""
+
+    store: StoreFacts
+    stats: Stats
+    upstream: str
+    transport: str
+    offline: bool
+    api_key_set: bool
+    sqlite_version: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole report as JSON (the key is never included, only whether it is set)."""
+        return {
+            **self.store.to_json(),
+            **self.stats.to_json(),
+            "upstream": self.upstream,
+            "transport": self.transport,
+            "offline": self.offline,
+            "apiKeySet": self.api_key_set,
+            "sqliteVersion": self.sqlite_version,
+        }

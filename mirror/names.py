@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from .errors import InvalidName
+from .limits import MAX_TEXT
 
 PREFIX = "documents/"
 # The API refuses names longer than this (INVALID_ARGUMENT).
-MAX_NAME_LENGTH = 500
+MAX_NAME_LENGTH = MAX_TEXT
 FORMS = "documents/{host}/{path}, https://{host}/{path} or {host}/{path}"
 
 _HOST = re.compile(

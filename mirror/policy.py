@@ -1,7 +1,20 @@
-"""Freshness: whether a cached copy may be served. Pure functions; the clock is passed in."""
+"""Caching decisions as pure plans: verdicts + mode -> what to do. No I/O; the clock is passed in.
+
+The I/O code (service/documents.py) executes plans; tests/test_policy.py covers every row.
+
+    verdict \\ mode     offline            online (may fetch)
+    FRESH              serve cached       serve cached
+    STALE              serve stale (warn) fetch; on a transient failure serve stale (warn)
+    MISSING            not cached         fetch; on any failure raise
+
+`Mode` is built in one place per shell (cli/common.py from options, serve/options.py from the
+serve mode) and passed down whole; use cases never take loose offline/refresh flags.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .models import CachedDocument
@@ -14,6 +27,53 @@ class Freshness(StrEnum):
     FRESH = "fresh"  # serve it
     STALE = "stale"  # refetch; serve only if upstream fails (stale-if-error) or offline
     MISSING = "missing"  # no content cached: must fetch
+
+
+class Action(StrEnum):
+    """What to do for one requested name."""
+
+    SERVE_CACHED = "serve-cached"
+    FETCH = "fetch"
+    SERVE_STALE = "serve-stale"  # offline with an old copy: serve it, with a warning
+    NOT_CACHED = "not-cached"  # offline with no copy: a NotCached error
+
+
+class OnFailure(StrEnum):
+    """What an upstream failure during a fetch means for the request."""
+
+    SERVE_STALE = "serve-stale"  # stale-if-error: every name has an older copy
+    RAISE = "raise"
+
+
+@dataclass(frozen=True, slots=True)
+class Mode:
+    """How a request may use the cache and the network, decided by the shell once.
+
+    offline: never contact upstream. max_age: seconds after which a copy is stale (None:
+    never). refresh: every cached copy counts as stale. prefer_recorded: online, a recorded
+    search page or answer is replayed instead of asking upstream again (saves quota).
+    """
+
+    offline: bool = False
+    max_age: float | None = None
+    refresh: bool = False
+    prefer_recorded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The action for each requested name (in request order, duplicates kept once)."""
+
+    actions: Mapping[str, Action] = field(default_factory=dict)
+
+    def names(self, *wanted: Action) -> list[str]:
+        """The names whose action is one of `wanted`, in request order."""
+        return [name for name, action in self.actions.items() if action in wanted]
+
+    @property
+    def to_fetch(self) -> list[str]:
+        """Names to ask upstream for."""
+        return self.names(Action.FETCH)
 
 
 def newer(candidate: str | None, than: str | None) -> bool:
@@ -37,3 +97,43 @@ def freshness(
     if max_age is not None and now - cached.fetched_at > max_age:
         return Freshness.STALE
     return Freshness.FRESH
+
+
+def action_for(verdict: Freshness, mode: Mode) -> Action:
+    """One row of the table in the module docstring."""
+    if verdict is Freshness.FRESH:
+        return Action.SERVE_CACHED
+    if not mode.offline:
+        return Action.FETCH
+    return Action.SERVE_STALE if verdict is Freshness.STALE else Action.NOT_CACHED
+
+
+def plan(
+    wanted: Sequence[str],
+    cached: Mapping[str, CachedDocument],
+    mode: Mode,
+    *,
+    now: float,
+) -> Plan:
+    """The plan for `wanted` given what the cache holds and the mode."""
+    actions: dict[str, Action] = {}
+    for name in wanted:
+        if name not in actions:
+            verdict = freshness(
+                cached.get(name), now=now, max_age=mode.max_age, refresh=mode.refresh
+            )
+            actions[name] = action_for(verdict, mode)
+    return Plan(actions)
+
+
+def on_failure(
+    fetching: Sequence[str], cached: Mapping[str, CachedDocument], *, not_found: bool
+) -> OnFailure:
+    """stale-if-error: serve older copies only when every name being fetched has one and the
+    failure is not upstream saying the document is gone (a 404 is an answer, not an outage)."""
+    if not_found:
+        return OnFailure.RAISE
+    has_copy = all(
+        name in cached and cached[name].document.content is not None for name in fetching
+    )
+    return OnFailure.SERVE_STALE if fetching and has_copy else OnFailure.RAISE

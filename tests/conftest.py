@@ -73,3 +73,28 @@ def make_mirror(db_url: str, emulator):  # type: ignore[no-untyped-def]
 def mirror(make_mirror) -> Iterator[Mirror]:  # type: ignore[no-untyped-def]
     """A Mirror on a fresh store, in front of the emulator over REST."""
     yield make_mirror()
+
+
+def open_store(mirror: Mirror):  # type: ignore[no-untyped-def]
+    """The store behind `mirror`, opened on its own (tests look and seed behind the façade)."""
+    from mirror.store.store import Store
+
+    return Store.open(mirror.settings.db_url)
+
+
+def seed(mirror: Mirror, docs, *, fetched_at: float, upstream: str = "test") -> None:  # type: ignore[no-untyped-def]
+    """Write `docs` into `mirror`'s store as if fetched at `fetched_at`."""
+    store = open_store(mirror)
+    try:
+        store.put(list(docs), fetched_at=fetched_at, upstream=upstream)
+    finally:
+        store.close()
+
+
+def stored(mirror: Mirror, names):  # type: ignore[no-untyped-def]
+    """name -> CachedDocument for the names `mirror`'s store holds."""
+    store = open_store(mirror)
+    try:
+        return store.get_many(list(names))
+    finally:
+        store.close()

@@ -23,6 +23,7 @@ import pytest
 from mirror.config import Settings
 from mirror.records import read_sample
 from mirror.service import Mirror
+from tests.conftest import seed
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
@@ -59,7 +60,7 @@ def store_path(tmp_path: Path) -> Path:
     ages = [0.1, 3, 12, 45, 200]
     with Mirror(Settings(db_url=f"sqlite:///{path}")) as mirror:
         for i, doc in enumerate(read_sample()):
-            mirror.store.put([doc], fetched_at=now - ages[i % len(ages)] * DAY, upstream="sample")
+            seed(mirror, [doc], fetched_at=now - ages[i % len(ages)] * DAY, upstream="sample")
     return path
 
 

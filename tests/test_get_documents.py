@@ -6,6 +6,8 @@ import pytest
 
 from mirror.errors import ConfigError, NotCached, NotFound, ProtocolError, Unavailable
 from mirror.names import uri_of
+from mirror.policy import Mode
+from tests.conftest import stored
 from tests.emulator import Fault
 
 BATCH = "/v1/documents:batchGet"
@@ -98,7 +100,7 @@ def test_retries_give_up_with_a_clear_error_and_store_nothing(make_mirror, emula
         mirror.get_documents(TF[:1])
     assert "3 attempt" in str(caught.value)
     assert emulator.count(BATCH) == 3
-    assert mirror.store.get_many(TF[:1]) == {}
+    assert stored(mirror, TF[:1]) == {}
 
 
 def test_retries_stop_at_the_overall_deadline(make_mirror, emulator):
@@ -127,8 +129,8 @@ def test_a_truncated_or_malformed_body_stores_nothing(make_mirror, emulator, kin
     emulator.inject(Fault(kind=kind), times=-1, path=BATCH)
     with pytest.raises((ProtocolError, Unavailable)):
         mirror.get_documents(TF)
-    assert mirror.store.get_many(TF) == {}
-    assert mirror.store.stats().documents == 0
+    assert stored(mirror, TF) == {}
+    assert mirror.stats().documents == 0
 
 
 def test_offline_never_makes_a_request_and_names_what_is_missing(make_mirror, emulator):
@@ -180,9 +182,9 @@ def test_max_age_and_refresh_refetch(make_mirror, emulator):
     mirror.clock = lambda: now[0]
     mirror.get_documents(TF[:1])
     now[0] += 100
-    assert mirror.get_documents(TF[:1], max_age=500).served[0].source == "cache"
-    assert mirror.get_documents(TF[:1], max_age=50).served[0].source == "upstream"
-    assert mirror.get_documents(TF[:1], refresh=True).served[0].source == "upstream"
+    assert mirror.get_documents(TF[:1], Mode(max_age=500)).served[0].source == "cache"
+    assert mirror.get_documents(TF[:1], Mode(max_age=50)).served[0].source == "upstream"
+    assert mirror.get_documents(TF[:1], Mode(refresh=True)).served[0].source == "upstream"
     assert emulator.count(BATCH) == 3
 
 
@@ -192,9 +194,9 @@ def test_changed_upstream_document_is_written_through_on_refresh(mirror, emulato
     doc["content"] = "# Changed\n\nnew text\n"
     emulator.put(doc)
     assert mirror.get_documents(TF[:1]).documents[0].content != doc["content"]
-    refreshed = mirror.get_documents(TF[:1], refresh=True).documents[0]
+    refreshed = mirror.get_documents(TF[:1], Mode(refresh=True)).documents[0]
     assert refreshed.content == doc["content"]
-    assert mirror.store.get_many(TF[:1])[TF[0]].document.content == doc["content"]
+    assert stored(mirror, TF[:1])[TF[0]].document.content == doc["content"]
 
 
 def test_google_upstream_without_key_is_refused_before_any_network(db_url):

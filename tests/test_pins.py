@@ -16,6 +16,7 @@ from mirror.errors import NetworkForbidden
 from mirror.models import Document
 from mirror.service import Mirror
 from mirror.snapshots.format import SnapshotError
+from tests.conftest import open_store, seed, stored
 from tests.emulator_fixtures import corpus_documents
 
 TF = "documents/www.tensorflow.org/hub/caching"
@@ -40,9 +41,17 @@ def _close_mirrors():  # type: ignore[no-untyped-def]
 def _store(tmp_path: Path, name: str, docs: list[Document], **settings) -> Mirror:  # type: ignore[no-untyped-def]
     mirror = Mirror(Settings(db_url=f"sqlite:///{tmp_path / name}.sqlite3", **settings))
     for doc in docs:  # one write per document: insertion order is what the caller gave
-        mirror.store.put([doc], fetched_at=random.random() * 1e9, upstream="test")
+        seed(mirror, [doc], fetched_at=random.random() * 1e9, upstream="test")
     _OPEN.append(mirror)
     return mirror
+
+
+def apply_changes(mirror: Mirror, put: list[Document], remove: list[str]) -> None:
+    store = open_store(mirror)
+    try:
+        store.apply_changes(put, remove, fetched_at=1.0, upstream="t")
+    finally:
+        store.close()
 
 
 def _digest(path: Path) -> str:
@@ -50,7 +59,10 @@ def _digest(path: Path) -> str:
 
 
 def _contents(mirror: Mirror) -> dict[str, str | None]:
-    return {d.name: d.content for d in mirror.store.iter_documents()}
+    return {
+        n: c.document.content
+        for n, c in stored(mirror, [s.name for s in mirror.list_documents()]).items()
+    }
 
 
 def test_same_documents_give_identical_bytes_whatever_the_order(tmp_path: Path):
@@ -125,7 +137,7 @@ def test_base_plus_delta_equals_full_export_and_wrong_base_is_refused(tmp_path: 
     changed = Document.from_api(
         {**docs[3].to_api(), "content": "# rewritten\n"}
     ).with_derived_fields()
-    mirror.store.apply_changes([changed, *docs[30:]], [docs[7].name], fetched_at=1.0, upstream="t")
+    apply_changes(mirror, [changed, *docs[30:]], [docs[7].name])
     delta = tmp_path / "delta.snap"
     manifest = mirror.export_snapshot(delta, since=base)
     full = tmp_path / "full.snap"
@@ -147,7 +159,7 @@ def test_diff_lists_added_removed_changed(tmp_path: Path):
     mirror = _store(tmp_path, "m", docs[:8])
     mirror.export_snapshot(tmp_path / "a.snap")
     changed = Document.from_api({**docs[0].to_api(), "content": "# new\n"}).with_derived_fields()
-    mirror.store.apply_changes([changed, docs[8]], [docs[1].name], fetched_at=1.0, upstream="t")
+    apply_changes(mirror, [changed, docs[8]], [docs[1].name])
     mirror.export_snapshot(tmp_path / "b.snap")
     result = CliRunner().invoke(
         cli,
@@ -220,7 +232,7 @@ def test_lock_sync_locked_and_strict_offline(tmp_path: Path, emulator, monkeypat
         assert result.exit_code != 0, args
         assert "strict offline" in result.stderr or "not in the local store" in result.stderr
     with pytest.raises(NetworkForbidden):
-        Mirror(Settings.resolve()).upstream()
+        Mirror(Settings.resolve()).fetch([names[3]])
     assert emulator.count() == 0
     monkeypatch.delenv("DK_MIRROR_STRICT_OFFLINE")
 

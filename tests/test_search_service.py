@@ -9,7 +9,9 @@ from click.testing import CliRunner
 
 from mirror.cli.main import cli
 from mirror.errors import InvalidInput, QuotaExceeded
+from mirror.policy import Mode
 from mirror.search.extractive import LABEL
+from tests.conftest import seed, stored
 from tests.emulator import Fault
 
 SEARCH = "/v1/documents:searchDocumentChunks"
@@ -58,7 +60,8 @@ def test_local_page_tokens_walk_all_pages_without_repeats(make_mirror, emulator)
     from tests.emulator_fixtures import corpus_documents
 
     mirror = make_mirror(offline=True)
-    mirror.store.put(
+    seed(
+        mirror,
         [
             __import__("mirror.models", fromlist=["Document"])
             .Document.from_api(d)
@@ -131,7 +134,7 @@ def test_answer_is_recorded_with_citations_and_fetches_references(make_mirror, e
     assert result.source == "upstream" and result.answer.answer_text
     assert result.answer.citations and result.answer.references
     cited = result.answer.reference_names
-    assert set(mirror.store.get_many(cited)) == set(cited)  # fetched into the store
+    assert set(stored(mirror, cited)) == set(cited)  # fetched into the store
     offline = make_mirror(offline=True)
     replay = offline.answer_query("how do I cache tf hub model downloads?")
     assert replay.source == "recorded" and not replay.stale
@@ -146,7 +149,7 @@ def test_recorded_answer_goes_stale_when_a_cited_document_changes(make_mirror, e
 
     doc = next(d for d in corpus_documents() if d["name"] == changed)
     emulator.put({**doc, "content": doc["content"] + "\n\nA new paragraph.\n"})
-    mirror.get_documents([changed], refresh=True)
+    mirror.get_documents([changed], Mode(refresh=True))
     replay = make_mirror(offline=True).answer_query("How do I cache TF Hub model downloads?")
     assert replay.stale and replay.stale_names == [changed]
 

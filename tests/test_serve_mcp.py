@@ -16,6 +16,7 @@ import httpx
 import jsonschema
 import pytest
 
+from tests.conftest import stored
 from tests.emulator_mcp import TOOLS
 
 TF = ["documents/www.tensorflow.org/hub/caching", "documents/www.tensorflow.org/hub/installation"]
@@ -178,7 +179,7 @@ def test_fetch_modes(store_mirror, emulator):
     assert [d["name"] for d in first["documents"]] == TF and emulator.count(batch) == 1
     assert payload(anyio.run(call, fetching, "get_documents", {"names": TF})) == first
     assert emulator.count(batch) == 1
-    assert set(mirror.store.get_many(TF)) == set(TF)
+    assert set(stored(mirror, TF)) == set(TF)
     # live: every call goes upstream.
     live = ServeOptions(mode="live", allow_fetch=True)
     payload(anyio.run(call, live, "get_documents", {"names": TF}))

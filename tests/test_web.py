@@ -24,7 +24,7 @@ from mirror.serve.web.markdown_html import pygments_css
 from mirror.serve.web.pages import STATIC_DIR
 from mirror.serve.web.routes import WebOptions, web_routes
 from mirror.service import Mirror
-from tests.conftest import CANARY_KEY
+from tests.conftest import CANARY_KEY, seed, stored
 from tests.emulator_fixtures import corpus_documents
 
 NOW = 1_790_000_000.0
@@ -90,7 +90,7 @@ def web_mirror(db_url: str) -> Iterator[Mirror]:
     )
     mirror = Mirror(settings, clock=lambda: NOW)
     for doc, fetched_at in _store_docs():
-        mirror.store.put([doc], fetched_at=fetched_at, upstream="sample")
+        seed(mirror, [doc], fetched_at=fetched_at, upstream="sample")
     yield mirror
     mirror.close()
 
@@ -258,17 +258,17 @@ def test_link_existence_is_one_batched_lookup(
 ) -> None:
     client = make_client(web_mirror)
     calls: list[list[str]] = []
-    real = web_mirror.store.get_many
+    real = web_mirror.cached_names
 
     def counting(names: list[str]) -> Any:
         calls.append(list(names))
         return real(names)
 
-    monkeypatch.setattr(web_mirror.store, "get_many", counting)
+    monkeypatch.setattr(web_mirror, "cached_names", counting)
     client.get(f"/doc/{CHROME[10:]}/migrating/to-service-workers")
-    # One lookup for the document itself (get_documents), one for every link on the page.
-    assert len(calls) == 2 and calls[0] == [f"{CHROME}/migrating/to-service-workers"]
-    assert len(calls[1]) > 10
+    # One lookup answers "is it mirrored?" for every link on the page.
+    assert len(calls) == 1
+    assert len(calls[0]) > 10
 
 
 def test_document_urls_are_canonical(client: TestClient) -> None:
@@ -288,8 +288,8 @@ def test_unknown_document_is_404_naming_neighbours_and_the_fetch_command(
 
 
 def test_the_browser_never_fetches_unless_allowed(web_mirror: Mirror, emulator: Any) -> None:
-    stored = {s.name for s in web_mirror.list_documents()}
-    wanted = next(d["name"] for d in corpus_documents("tensorflow.org") if d["name"] not in stored)
+    have = {s.name for s in web_mirror.list_documents()}
+    wanted = next(d["name"] for d in corpus_documents("tensorflow.org") if d["name"] not in have)
     # The settings are online (an unreachable upstream): a fetch attempt would be a 502.
     assert make_client(web_mirror).get(web_links.doc_path(wanted)).status_code == 404
     settings = Settings(
@@ -298,7 +298,7 @@ def test_the_browser_never_fetches_unless_allowed(web_mirror: Mirror, emulator: 
     with Mirror(settings) as online:
         page = make_client(online, WebOptions(allow_fetch=True)).get(web_links.doc_path(wanted))
         assert page.status_code == 200 and "served from upstream" in page.text
-        assert online.store.get_many([wanted])  # written through to the store
+        assert stored(online, [wanted])  # written through to the store
 
 
 def test_search_highlights_matches_and_shows_the_source(client: TestClient) -> None:
@@ -372,7 +372,7 @@ def test_every_tenth_corpus_document_renders_inert() -> None:
 
 def test_the_offline_get_path_never_imports_the_web_stack(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite3"
-    Mirror(Settings(db_url=f"sqlite:///{db}")).store.close()  # migrated before (Alembic's imports)
+    Mirror(Settings(db_url=f"sqlite:///{db}")).stats()  # migrated before (Alembic's imports)
     code = (
         "import sys\n"
         "from mirror.cli.main import cli\n"
@@ -452,7 +452,8 @@ def test_wheel_ships_templates_and_static(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         members = set(archive.namelist())
     shipped = {
-        f"mirror/serve/web/templates/{p.name}" for p in (root / "mirror/serve/web/templates").iterdir()
+        f"mirror/serve/web/templates/{p.name}"
+        for p in (root / "mirror/serve/web/templates").iterdir()
     }
     shipped |= {f"mirror/serve/web/static/{p.name}" for p in STATIC_DIR.iterdir()}
     assert shipped <= members and "mirror/serve/web/routes.py" in members

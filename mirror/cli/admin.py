@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import click
 
 from .. import __version__
 from ..config import ENV_API_KEY
 from ..errors import MirrorError, SchemaError, StoreError
+from ..policy import Mode
+from ..service import Mirror
 from . import render
 from .common import global_options, json_option, open_mirror
 
@@ -24,35 +24,26 @@ from .common import global_options, json_option, open_mirror
 def status(ctx: click.Context, as_json: bool) -> None:
     """Counts, bytes, freshness, and where the store is."""
     mirror = open_mirror(ctx)
-    stats = mirror.stats()
-    now = time.time()
-    data: dict[str, Any] = {
-        "store": mirror.store.url,
-        "schemaRevision": mirror.store.revision(),
-        "documents": stats.documents,
-        "withContent": stats.with_content,
-        "contentBytes": stats.content_bytes,
-        "oldestFetch": stats.oldest_fetch,
-        "newestFetch": stats.newest_fetch,
-        "byDataSource": stats.by_data_source,
-        "upstream": mirror.settings.upstream,
-        "transport": mirror.settings.transport,
-        "offline": mirror.settings.offline,
-    }
+    health = mirror.health()
     if as_json:
-        click.echo(render.to_json(data))
+        click.echo(render.to_json(health.to_json()))
         return
-    oldest = None if stats.oldest_fetch is None else now - stats.oldest_fetch
-    newest = None if stats.newest_fetch is None else now - stats.newest_fetch
+    stats = health.stats
+    now = mirror.clock()
+    if stats.newest_fetch is None or stats.oldest_fetch is None:
+        fetched = "nothing fetched yet"
+    else:
+        newest, oldest = now - stats.newest_fetch, now - stats.oldest_fetch
+        fetched = f"newest {render.age(newest)} ago, oldest {render.age(oldest)} ago"
     click.echo(
         render.key_values(
             {
-                "store": data["store"],
+                "store": health.store.url,
                 "documents": f"{stats.documents} ({stats.with_content} with content)",
                 "content": render.size(stats.content_bytes),
-                "fetched": f"newest {render.age(newest)} ago, oldest {render.age(oldest)} ago",
-                "upstream": f"{data['upstream']} over {data['transport']}"
-                + (" (offline mode)" if data["offline"] else ""),
+                "fetched": fetched,
+                "upstream": f"{health.upstream} over {health.transport}"
+                + (" (offline mode)" if health.offline else ""),
             }
         )
     )
@@ -73,14 +64,11 @@ def import_(ctx: click.Context, file: Path | None, sample: bool) -> None:
         raise click.UsageError("give either FILE or --sample")
     mirror = open_mirror(ctx)
     count = mirror.import_sample() if sample else mirror.import_file(file)  # type: ignore[arg-type]
-    click.echo(f"imported {count} documents into {mirror.store.url}", err=True)
+    click.echo(f"imported {count} documents into {mirror.store_url}", err=True)
 
 
-def _checks(mirror: Any) -> list[tuple[str, str, str]]:
+def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
     """(level, topic, message) rows for `doctor`: level is ok, warn or fail."""
-    from ..store.schema import SCHEMA_REVISION
-    from ..store.store import Store
-
     settings = mirror.settings
     rows = [("ok", "dk-mirror", f"{__version__} on Python {sys.version.split()[0]}")]
     version = sqlite3.sqlite_version
@@ -92,27 +80,26 @@ def _checks(mirror: Any) -> list[tuple[str, str, str]]:
     else:
         rows.append(("warn", "sqlite", f"SQLite {version} without FTS5: no offline search"))
     try:
-        store = Store.open(settings.db_url, upgrade=False)
+        health = mirror.health(integrity=True)
     except SchemaError as exc:
         rows.append(("warn", "schema", str(exc)))
         return rows
     except StoreError as exc:
         rows.append(("fail", "store", str(exc)))
         return rows
-    try:
-        rows.append(("ok", "store", store.url))
-        rows.append(("ok", "schema", f"revision {store.revision()} (expected {SCHEMA_REVISION})"))
-        mode = store.journal_mode()
-        if mode is not None:
-            level = "ok" if mode == "wal" else "warn"
-            rows.append((level, "journal", f"journal_mode={mode} (wal expected)"))
-        problems = store.integrity()
-        if problems:
-            rows.append(("fail", "integrity", "; ".join(problems[:5])))
-        else:
-            rows.append(("ok", "integrity", "quick_check ok"))
-    finally:
-        store.close()
+    store = health.store
+    rows.append(("ok", "store", store.url))
+    level = "ok" if store.revision == store.expected_revision else "warn"
+    rows.append(
+        (level, "schema", f"revision {store.revision} (expected {store.expected_revision})")
+    )
+    if store.journal_mode is not None:
+        level = "ok" if store.journal_mode == "wal" else "warn"
+        rows.append((level, "journal", f"journal_mode={store.journal_mode} (wal expected)"))
+    if store.integrity:
+        rows.append(("fail", "integrity", "; ".join(store.integrity[:5])))
+    else:
+        rows.append(("ok", "integrity", "quick_check ok"))
     if settings.offline:
         rows.append(("ok", "network", "offline mode: only the store is used"))
     elif settings.is_google and not settings.api_key:
@@ -135,7 +122,7 @@ def _checks(mirror: Any) -> list[tuple[str, str, str]]:
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
     """Check SQLite, the store's schema and integrity, and the configuration."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, upgrade=False)
     rows = _checks(mirror)
     if as_json:
         click.echo(
@@ -155,24 +142,17 @@ def db() -> None:
 
 
 @db.command(name="status")
+@json_option
 @global_options
 @click.pass_context
-def db_status(ctx: click.Context) -> None:
+def db_status(ctx: click.Context, as_json: bool) -> None:
     """Show the store's schema revision and the newest this version knows."""
-    from ..store.engine import create
-    from ..store.migrate import current_revision, known_revisions
-
-    mirror = open_mirror(ctx)
-
-    engine = create(mirror.settings.db_url)
-    try:
-        with engine.connect() as conn:
-            current = current_revision(conn)
-    finally:
-        engine.dispose()
-    head = known_revisions()[-1]
-    state = "up to date" if current == head else "upgrade needed: dk-mirror db upgrade"
-    click.echo(f"current: {current or '(blank)'}\nhead:    {head}\n{state}")
+    status = open_mirror(ctx).schema_status()
+    if as_json:
+        click.echo(render.to_json(status.to_json()))
+        return
+    state = "up to date" if status.up_to_date else "upgrade needed: dk-mirror db upgrade"
+    click.echo(f"current: {status.current or '(blank)'}\nhead:    {status.head}\n{state}")
 
 
 @db.command(name="upgrade")
@@ -180,16 +160,8 @@ def db_status(ctx: click.Context) -> None:
 @click.pass_context
 def db_upgrade(ctx: click.Context) -> None:
     """Upgrade the store's schema to the newest revision."""
-    from ..store.engine import create
-    from ..store.migrate import known_revisions, upgrade
-
-    mirror = open_mirror(ctx)
-    engine = create(mirror.settings.db_url)
-    try:
-        upgrade(engine)
-    finally:
-        engine.dispose()
-    click.echo(f"store at revision {known_revisions()[-1]}", err=True)
+    status = open_mirror(ctx).upgrade_schema()
+    click.echo(f"store at revision {status.current}", err=True)
 
 
 @click.command()
@@ -202,7 +174,7 @@ def demo(ctx: click.Context) -> None:
     mirror = open_mirror(ctx)
     settings = mirror.settings
     names = [doc.name for doc in read_sample()]
-    click.echo(f"store: {mirror.store.url}", err=True)
+    click.echo(f"store: {mirror.store_url}", err=True)
     source = "the copies shipped with dk-mirror"
     if not settings.offline and (settings.api_key or not settings.is_google):
         try:
@@ -217,7 +189,7 @@ def demo(ctx: click.Context) -> None:
     if source != settings.upstream:
         mirror.import_sample()
     click.echo(f"mirrored {len(names)} documents from {source}", err=True)
-    result = mirror.get_documents([names[0]], offline=True)
+    result = mirror.get_documents([names[0]], Mode(offline=True))
     doc = result.documents[0]
     lines = (doc.content or "").splitlines()
     click.echo(f"\n{doc.name} ({result.served[0].source}, no network used):\n")

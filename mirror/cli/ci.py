@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ..service import Mirror
 from . import render
 from .common import duration, global_options, json_option, open_mirror
 
@@ -43,21 +44,17 @@ def export(
 ) -> None:
     """Write the selected documents to OUT: same documents, same bytes, on any machine."""
     from ..names import read_names
-    from ..service import prefix_form
 
-    mirror = open_mirror(ctx)
-    manifest = mirror.export_snapshot(
+    manifest = open_mirror(ctx).export_snapshot(
         out,
-        prefix=prefix_form(prefix) if prefix else None,
+        prefix=prefix,
         data_source=data_source,
         names=read_names(names_file) if names_file else None,
         lock=lock_file,
         since=since,
     )
-    summary = {"path": str(out), "kind": manifest.kind, "count": manifest.count,
-               "root": manifest.root, "base": manifest.base}  # fmt: skip
     if as_json:
-        click.echo(render.to_json(summary))
+        click.echo(render.to_json({"path": str(out), **manifest.summary()}))
     else:
         click.echo(
             f"wrote {manifest.kind} snapshot {out}: {manifest.count} entries, {manifest.root}"
@@ -70,9 +67,7 @@ def export(
 @click.pass_context
 def verify(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Recompute every hash offline; exit 1 naming each document that does not match."""
-    from ..snapshots.read import verify as run_verify
-
-    report = run_verify(file)
+    report = Mirror.verify_snapshot(file)
     if as_json:
         click.echo(render.to_json(report.to_json()))
     elif report.ok and report.manifest:
@@ -85,18 +80,22 @@ def verify(ctx: click.Context, file: Path, as_json: bool) -> None:
 
 @snapshot.command(name="import")
 @click.argument("file", type=ExistingFile)
+@json_option
 @global_options
 @click.pass_context
-def import_(ctx: click.Context, file: Path) -> None:
+def import_(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Verify FILE, then write it into the store all or nothing (a delta needs its base)."""
-    mirror = open_mirror(ctx)
-    report = mirror.import_snapshot(file)
-    click.echo(
-        f"imported {report.kind} snapshot: {report.written} written, {report.removed} removed; "
-        f"store now matches {report.root}" if report.kind == "delta" else
-        f"imported {report.kind} snapshot: {report.written} documents ({report.root})",
-        err=True,
-    )  # fmt: skip
+    report = open_mirror(ctx).import_snapshot(file)
+    if as_json:
+        click.echo(render.to_json(report.to_json()))
+    elif report.kind == "delta":
+        click.echo(
+            f"imported delta snapshot: {report.written} written, {report.removed} removed; "
+            f"store now matches {report.root}",
+            err=True,
+        )
+    else:
+        click.echo(f"imported full snapshot: {report.written} documents ({report.root})", err=True)
 
 
 @snapshot.command()
@@ -110,12 +109,10 @@ def diff(
     ctx: click.Context, a: Path, b: Path, content: bool, exit_code: bool, as_json: bool
 ) -> None:
     """List documents added, removed and changed from A to B."""
-    from ..snapshots.diff import diff as compare
     from ..snapshots.diff import unified_content_diff
-    from ..snapshots.read import read
 
-    left, right = read(a), read(b)
-    result = compare(left, right)
+    left, right = Mirror.read_snapshot(a), Mirror.read_snapshot(b)
+    result = Mirror.diff_snapshots(left, right)
     if as_json:
         click.echo(render.to_json(result.to_json()))
     else:
@@ -144,13 +141,9 @@ def diff(
 @click.pass_context
 def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) -> None:
     """Ask upstream (metadata only) which pinned documents changed; exit 1 if any did."""
-    mirror = open_mirror(ctx)
-    report = mirror.check_snapshot(file, max_age=max_age)
+    report = open_mirror(ctx).check_snapshot(file, max_age=max_age)
     if as_json:
-        click.echo(render.to_json({
-            "pinned": report.pinned, "changed": report.changed, "removed": report.removed,
-            "ageSeconds": report.age_seconds, "tooOld": report.too_old, "ok": report.ok,
-        }))  # fmt: skip
+        click.echo(render.to_json(report.to_json()))
     else:
         for name in report.changed:
             click.echo(f"changed upstream  {name}")
@@ -169,32 +162,38 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
 @click.command()
 @click.option("--requirements", type=ExistingFile, default="dk-mirror.toml", show_default=True)
 @click.option("--output", type=PathArg, default="dk-mirror.lock", show_default=True)
+@json_option
 @global_options
 @click.pass_context
-def lock(ctx: click.Context, requirements: Path, output: Path) -> None:
+def lock(ctx: click.Context, requirements: Path, output: Path, as_json: bool) -> None:
     """Resolve the docs a project needs (names, prefixes, searches) into a lock file to commit."""
-    from ..service.ci import write_atomic
-    from ..snapshots.lockfile import write_lock
-
-    mirror = open_mirror(ctx)
-    entries = mirror.lock(requirements)
-    write_atomic(output, write_lock(entries))
-    click.echo(f"locked {len(entries)} documents in {output}", err=True)
+    entries = open_mirror(ctx).lock(requirements, output)
+    if as_json:
+        click.echo(
+            render.to_json({"path": str(output), "documents": [e.to_json() for e in entries]})
+        )
+    else:
+        click.echo(f"locked {len(entries)} documents in {output}", err=True)
 
 
 @click.command()
 @click.option("--locked", is_flag=True, required=True, help="Match the lock file exactly.")
 @click.option("--lock", "lock_file", type=ExistingFile, default="dk-mirror.lock", show_default=True)
 @click.option("--from", "source", type=ExistingFile, help="Take missing documents from a snapshot.")
+@json_option
 @global_options
 @click.pass_context
-def sync(ctx: click.Context, locked: bool, lock_file: Path, source: Path | None) -> None:
+def sync(
+    ctx: click.Context, locked: bool, lock_file: Path, source: Path | None, as_json: bool
+) -> None:
     """Make the store hold exactly the locked versions; exit 1 naming each that differs."""
     del locked  # required: the only sync mode, spelled out so CI scripts read clearly
-    mirror = open_mirror(ctx)
-    report = mirror.sync_locked(lock_file, source=source)
-    for mismatch in report.mismatches:
-        click.echo(f"error: {mismatch}", err=True)
+    report = open_mirror(ctx).sync_locked(lock_file, source=source)
+    if as_json:
+        click.echo(render.to_json(report.to_json()))
+    else:
+        for mismatch in report.mismatches:
+            click.echo(f"error: {mismatch}", err=True)
     if report.mismatches:
         click.echo(f"{len(report.mismatches)} of {report.locked} locked documents differ; "
                    "nothing was written", err=True)  # fmt: skip
@@ -206,15 +205,16 @@ def sync(ctx: click.Context, locked: bool, lock_file: Path, source: Path | None)
 @click.command(name="export-md")
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--prefix", help="Only names starting with this (any name form).")
+@json_option
 @global_options
 @click.pass_context
-def export_md(ctx: click.Context, directory: Path, prefix: str | None) -> None:
+def export_md(ctx: click.Context, directory: Path, prefix: str | None, as_json: bool) -> None:
     """Write one .md file per document (front matter + Markdown) and an index.md."""
-    from ..service import prefix_form
-
-    mirror = open_mirror(ctx)
-    count = mirror.export_markdown(directory, prefix=prefix_form(prefix) if prefix else None)
-    click.echo(f"wrote {count} documents and index.md under {directory}", err=True)
+    count = open_mirror(ctx).export_markdown(directory, prefix=prefix)
+    if as_json:
+        click.echo(render.to_json({"directory": str(directory), "documents": count}))
+    else:
+        click.echo(f"wrote {count} documents and index.md under {directory}", err=True)
 
 
 pin_commands = [snapshot, lock, sync, export_md]

@@ -10,6 +10,7 @@ import click
 
 from ..config import Settings, parse_duration
 from ..errors import InvalidInput
+from ..policy import Mode
 from ..service import Mirror
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -73,8 +74,9 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
 
 
-def open_mirror(ctx: click.Context) -> Mirror:
-    """A Mirror for the settings given by options and environment."""
+def open_mirror(ctx: click.Context, *, upgrade: bool = True) -> Mirror:
+    """A Mirror for the settings given by options and environment (`upgrade`: migrate the
+    store when it is opened; `doctor` looks without changing anything)."""
     given = ctx.ensure_object(dict)
     settings = Settings.resolve(
         db=given.get("db"),
@@ -83,9 +85,20 @@ def open_mirror(ctx: click.Context) -> Mirror:
         offline=given.get("offline"),
         strict_offline=given.get("strict_offline"),
     )
-    mirror = Mirror(settings)
+    mirror = Mirror(settings, upgrade=upgrade)
     ctx.call_on_close(mirror.close)
     return mirror
+
+
+def request_mode(mirror: Mirror, *, max_age: float | None = None, refresh: bool = False) -> Mode:
+    """The caching mode of a CLI command: settings, then its --max-age and --refresh (the one
+    place the CLI builds it)."""
+    settings = mirror.settings
+    return Mode(
+        offline=settings.offline,
+        max_age=settings.max_age if max_age is None else max_age,
+        refresh=refresh,
+    )
 
 
 def duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:

@@ -13,7 +13,7 @@ from ..errors import MirrorError
 from . import render
 from .admin import admin_commands
 from .ci import pin_commands
-from .common import Progress, duration, global_options, json_option, open_mirror
+from .common import Progress, duration, global_options, json_option, open_mirror, request_mode
 from .search import search_commands
 from .serve import serve
 
@@ -58,17 +58,14 @@ def get(
     NAME may be documents/HOST/PATH, https://HOST/PATH or HOST/PATH; at most 20.
     """
     mirror = open_mirror(ctx)
-    result = mirror.get_documents(list(names), max_age=max_age, refresh=refresh)
+    result = mirror.get_documents(
+        list(names), request_mode(mirror, max_age=max_age, refresh=refresh)
+    )
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
         out = result.to_api()
-        out["_mirror"] = {
-            "served": [
-                {"name": s.name, "source": s.source, "fetchedAt": s.fetched_at}
-                for s in result.served
-            ]
-        }
+        out["_mirror"] = {"served": [s.to_json() for s in result.served]}
         click.echo(render.to_json(out))
         return
     for i, doc in enumerate(result.documents):
@@ -105,16 +102,10 @@ def fetch(
         raise click.UsageError("give document names or --names-file")
     mirror = open_mirror(ctx)
     with Progress("fetching") as progress:
-        report = mirror.fetch(wanted, refresh=refresh, max_age=max_age, progress=progress)
-    summary = {
-        "requested": report.requested,
-        "alreadyCached": report.already_cached,
-        "fetched": report.fetched,
-        "missing": report.missing,
-        "error": report.error.message if report.error else None,
-    }
+        mode = request_mode(mirror, max_age=max_age, refresh=refresh)
+        report = mirror.fetch(wanted, mode, progress)
     if as_json:
-        click.echo(render.to_json(summary))
+        click.echo(render.to_json(report.to_json()))
     else:
         click.echo(
             f"{report.fetched} fetched, {report.already_cached} already cached, "
@@ -141,19 +132,7 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
     rows = []
     for item in mirror.list_documents(prefix, limit):
         if as_json:
-            click.echo(
-                render.to_json_line(
-                    {
-                        "name": item.name,
-                        "title": item.title,
-                        "dataSource": item.data_source,
-                        "updateTime": item.update_time,
-                        "contentLengthBytes": item.content_length_bytes,
-                        "hasContent": item.has_content,
-                        "fetchedAt": item.fetched_at,
-                    }
-                )
-            )
+            click.echo(render.to_json_line(item.to_json()))
         else:
             rows.append((item.name, render.size(item.content_length_bytes), item.title or ""))
     if not as_json:

@@ -62,9 +62,7 @@ def search(
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
-        out = result.to_api()
-        out["_mirror"] = {"source": result.source, "recordedAt": result.recorded_at}
-        click.echo(render.to_json(out))
+        click.echo(render.to_json(result.to_json()))
         return
     if not result.page.results:
         click.echo(f"no results ({result.source})", err=True)
@@ -95,15 +93,7 @@ def answer(ctx: click.Context, question: str, filter_text: str | None, as_json: 
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
-        out = result.to_api()
-        out["_mirror"] = {
-            "source": result.source,
-            "stale": result.stale,
-            "staleDocuments": result.stale_names,
-            "recordedAt": result.recorded_at,
-            "quota": {"used": result.quota_used, "limit": result.quota_limit},
-        }
-        click.echo(render.to_json(out))
+        click.echo(render.to_json(result.to_json()))
         return
     click.echo(result.answer.answer_text.rstrip() + "\n")
     references = result.answer.references

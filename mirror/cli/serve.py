@@ -16,7 +16,7 @@ import click
 
 from ..config import ENV_SERVE_TOKEN
 from ..errors import ConfigError
-from ..serve.options import DEFAULT_HOST, DEFAULT_PORT, MODES, ServeOptions
+from ..serve.options import DEFAULT_HOST, DEFAULT_PORT, MODES, ServeMode, ServeOptions
 from .common import global_options, open_mirror
 
 log = logging.getLogger("mirror.serve")
@@ -87,7 +87,7 @@ def serve(
                 )
             mode = "offline"
         options = ServeOptions(
-            mode=mode,
+            mode=ServeMode(mode),
             allow_fetch=allow_fetch,
             host=DEFAULT_HOST if stdio else host,
             port=port,
@@ -104,7 +104,7 @@ def serve(
             log.info(
                 "dk-mirror serve: MCP over stdio (%s); store %s",
                 options.describe(),
-                mirror.store.url,
+                mirror.store_url,
             )
         else:
             built = app.build_app(mirror, options)
@@ -114,7 +114,7 @@ def serve(
                 runner.url_of(sock),
                 options.describe(),
                 ", bearer token required" if options.token else "",
-                mirror.store.url,
+                mirror.store_url,
             )
             log.info("accepting Host names: %s", ", ".join(sorted(options.host_names())))
     if stdio:

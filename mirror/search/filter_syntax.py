@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInput
+from ..limits import MAX_TEXT
 
 # Upstream refuses longer filters with INVALID_ARGUMENT.
-MAX_FILTER_LENGTH = 500
+MAX_FILTER_LENGTH = MAX_TEXT
 EQUALITY = ("=", "!=")
 ORDERING = ("=", "!=", "<", "<=", ">", ">=")
 # Field -> allowed operators. `!=` on the ordered fields is in the howto page, not the proto.

@@ -56,9 +56,7 @@ def prepare(mirror: Mirror, options: ServeOptions) -> None:
     Requests run on many threads at once; opening both now avoids racing to open them, and a
     setup problem (no API key, a bad store) stops the start instead of failing every request.
     """
-    _ = mirror.store
-    if options.fetches:
-        mirror.upstream()
+    mirror.prepare(online=options.fetches)
 
 
 def transport_security(options: ServeOptions) -> TransportSecuritySettings:

@@ -39,7 +39,7 @@ def get_documents(mirror: Mirror, options: ServeOptions, names: Sequence[str]) -
     if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
         raise InvalidInput("`names` must be a list of document names")
     try:
-        return mirror.get_documents(names, offline=not options.fetches, refresh=options.live)
+        return mirror.get_documents(names, options.request_mode)
     except NotCached as exc:
         raise explain_miss(mirror, options, exc.names, names) from None
 
@@ -59,8 +59,7 @@ def search_documents(
         page_size=page_size,
         page_token=page_token,
         filter=filter,
-        offline=not options.fetches,
-        prefer_recorded=not options.live,
+        mode=options.request_mode,
     )
 
 
@@ -68,9 +67,7 @@ def answer_query(
     mirror: Mirror, options: ServeOptions, query: str, *, filter: str | None = None
 ) -> AnswerResult:
     """A grounded answer: upstream when fetching (recorded first unless live), else local."""
-    return mirror.answer_query(
-        query, filter=filter, offline=not options.fetches, prefer_recorded=not options.live
-    )
+    return mirror.answer_query(query, filter=filter, mode=options.request_mode)
 
 
 def explain_miss(

@@ -9,11 +9,22 @@ live         refused: live needs --allow-fetch      upstream every time; written
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..config import ENV_SERVE_TOKEN
 from ..errors import ConfigError
+from ..policy import Mode
 
-MODES = ("cache-first", "offline", "live")
+
+class ServeMode(StrEnum):
+    """How a server answers: see the table in the module docstring."""
+
+    CACHE_FIRST = "cache-first"
+    OFFLINE = "offline"
+    LIVE = "live"
+
+
+MODES = tuple(m.value for m in ServeMode)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 # A shorter bearer token can be guessed by anyone who can reach the port.
@@ -51,7 +62,7 @@ def is_wildcard(host: str) -> bool:
 class ServeOptions:
     """Everything `serve` decides beyond the Mirror's own settings, already validated."""
 
-    mode: str = "cache-first"
+    mode: ServeMode = ServeMode.CACHE_FIRST
     allow_fetch: bool = False
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
@@ -65,12 +76,13 @@ class ServeOptions:
                 f"mode {self.mode!r} is not one of {', '.join(MODES)}",
                 hint="use --mode cache-first (default), offline or live",
             )
-        if self.mode == "offline" and self.allow_fetch:
+        object.__setattr__(self, "mode", ServeMode(self.mode))  # frozen: set once, typed
+        if self.mode is ServeMode.OFFLINE and self.allow_fetch:
             raise ConfigError(
                 "--allow-fetch contradicts offline mode, which never contacts upstream",
                 hint="drop --allow-fetch, or use --mode cache-first to fetch misses",
             )
-        if self.mode == "live" and not self.allow_fetch:
+        if self.mode is ServeMode.LIVE and not self.allow_fetch:
             raise ConfigError(
                 "live mode asks upstream on every request, but fetching is off (read-only)",
                 hint="add --allow-fetch to let this server contact upstream and write its store",
@@ -92,12 +104,17 @@ class ServeOptions:
     @property
     def fetches(self) -> bool:
         """Whether this server may contact upstream and write its store."""
-        return self.allow_fetch and self.mode != "offline"
+        return self.allow_fetch and self.mode is not ServeMode.OFFLINE
 
     @property
     def live(self) -> bool:
         """Whether every request goes upstream (the store is only written through)."""
-        return self.mode == "live" and self.fetches
+        return self.mode is ServeMode.LIVE and self.fetches
+
+    @property
+    def request_mode(self) -> Mode:
+        """The caching mode every request of this server runs in (the one place it is built)."""
+        return Mode(offline=not self.fetches, refresh=self.live, prefer_recorded=not self.live)
 
     def describe(self) -> str:
         """`cache-first, read-only` and the like, for logs and error messages."""

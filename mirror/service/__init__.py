@@ -1,74 +1,41 @@
-"""The use cases, on one object: every CLI command, tool and route calls `Mirror`."""
+"""The use cases behind one typed façade: every CLI command, MCP tool and HTTP route calls `Mirror`.
+
+Each use-case family lives in its own module and takes a `Context` (store, upstream, clock,
+settings), never the `Mirror`: documents.py (get, fetch, import, list), search.py, answers.py,
+ci.py (snapshots, lock, sync, Markdown export). `Mirror` owns the store and the upstream client,
+opens them on first use, and is the only way the shells reach either.
+"""
 
 from __future__ import annotations
 
-import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .. import names as naming
 from ..config import Settings
-from ..errors import ConfigError, InvalidInput, NetworkForbidden, NotCached, NotFound, UpstreamError
-from ..models import CachedDocument, Document
-from ..policy import Freshness, freshness
-from ..store.store import Stats, Store, Summary
+from ..errors import ConfigError, NetworkForbidden
+from ..models import Health, Stats, Summary
+from ..policy import Mode
+from . import documents
+from .context import Context
+from .documents import FetchReport, GetResult, Progress, Served, prefix_form
 
 if TYPE_CHECKING:
-    import httpx
-
-    from ..snapshots import format as snapshot
-    from ..snapshots import lockfile
+    from ..snapshots.diff import Diff
+    from ..snapshots.format import Manifest, Snapshot
+    from ..snapshots.lockfile import LockEntry
+    from ..snapshots.read import VerifyReport
+    from ..store.migrate import SchemaStatus
+    from ..store.store import Store
     from ..upstream import Upstream
     from ..upstream.retry import RetryPolicy
-    from . import ci as pins
     from .answers import AnswerResult
+    from .ci import CheckReport, ImportReport, SyncReport
     from .search import SearchResult
 
-log = logging.getLogger("mirror")
-
-# get_documents mirrors the API's limit, so a mirror is a drop-in for it.
-MAX_GET = 20
-# Suggestions rank at most this many names per listing prefix: a miss must stay cheap.
-SUGGEST_POOL = 2000
-
-Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Served:
-    """Where one returned document came from."""
-
-    name: str
-    source: str  # "cache", "upstream", or "stale" (an old copy served offline or on error)
-    fetched_at: float
-    upstream: str
-
-
-@dataclass(frozen=True, slots=True)
-class GetResult:
-    """Documents in request order, with where each came from and any warnings."""
-
-    documents: list[Document]
-    served: list[Served]
-    warnings: list[str] = field(default_factory=list)
-
-    def to_api(self) -> dict[str, Any]:
-        """The BatchGetDocumentsResponse JSON upstream would have returned."""
-        return {"documents": [doc.to_api() for doc in self.documents]}
-
-
-@dataclass(slots=True)
-class FetchReport:
-    """What a `fetch` did, for the summary line."""
-
-    requested: int = 0
-    already_cached: int = 0
-    fetched: int = 0
-    missing: list[str] = field(default_factory=list)
-    error: UpstreamError | None = None
+__all__ = ["FetchReport", "GetResult", "Mirror", "Mode", "Served", "prefix_form"]
 
 
 class Mirror:
@@ -78,17 +45,17 @@ class Mirror:
         self,
         settings: Settings,
         *,
-        store: Store | None = None,
-        transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        upgrade: bool = True,
     ) -> None:
         self.settings = settings
-        self._store = store
-        self._transport = transport
-        self._retry = retry
-        self._upstream: Upstream | None = None
         self.clock = clock
+        self._retry = retry
+        self._upgrade = upgrade
+        self._store: Store | None = None
+        self._upstream: Upstream | None = None
+        self._context: Context | None = None
 
     def __enter__(self) -> Mirror:
         return self
@@ -96,14 +63,28 @@ class Mirror:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def store(self) -> Store:
-        """The store, opened (and migrated) on first use."""
-        if self._store is None:
-            self._store = Store.open(self.settings.db_url)
-        return self._store
+    def close(self) -> None:
+        """Release the upstream connections and the store."""
+        if self._upstream is not None:
+            self._upstream.close()
+            self._upstream = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        self._context = None
 
-    def upstream(self) -> Upstream:
+    # -- what the use cases run on -----------------------------------------------------------
+
+    def _ctx(self) -> Context:
+        """The use cases' context, opening (and migrating) the store on first use."""
+        if self._context is None:
+            from ..store.store import Store
+
+            self._store = Store.open(self.settings.db_url, upgrade=self._upgrade)
+            self._context = Context(self.settings, self._store, self._open_upstream, self.clock)
+        return self._context
+
+    def _open_upstream(self) -> Upstream:
         """The upstream client, created on first use; refused in offline mode."""
         if self.settings.strict_offline:
             raise NetworkForbidden(
@@ -119,162 +100,57 @@ class Mirror:
         if self._upstream is None:
             from ..upstream import open_upstream
 
-            self._upstream = open_upstream(
-                self.settings, transport=self._transport, retry=self._retry
-            )
+            self._upstream = open_upstream(self.settings, retry=self._retry)
         return self._upstream
 
-    def close(self) -> None:
-        """Release the upstream connections and the store."""
-        if self._upstream is not None:
-            self._upstream.close()
-            self._upstream = None
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+    def prepare(self, *, online: bool) -> None:
+        """Open the store (and, when `online`, the upstream client) before serving requests.
 
-    # -- get ---------------------------------------------------------------------------------
+        A server's requests run on many threads at once; opening both first avoids racing to
+        open them, and a setup problem (no key, a bad store) stops the start instead of
+        failing every request.
+        """
+        ctx = self._ctx()
+        if online:
+            ctx.upstream()
 
-    def get_documents(
-        self,
-        names: Sequence[str],
-        *,
-        offline: bool | None = None,
-        max_age: float | None = None,
-        refresh: bool = False,
-    ) -> GetResult:
+    def default_mode(self) -> Mode:
+        """The mode the settings imply (offline, max age), for callers that build none."""
+        return Mode(offline=self.settings.offline, max_age=self.settings.max_age)
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def get_documents(self, names: Sequence[str], mode: Mode | None = None) -> GetResult:
         """Up to 20 documents in request order: fresh copies from the store, the rest fetched."""
-        if not names:
-            raise InvalidInput("no document names given", hint="name at least one document")
-        if len(names) > MAX_GET:
-            raise InvalidInput(
-                f"{len(names)} names given; get_documents takes at most {MAX_GET}",
-                hint="use `dk-mirror fetch` (any number of names) and then get them in twenties",
-            )
-        wanted = naming.normalize_all(names)
-        offline = self.settings.offline if offline is None else offline
-        max_age = self.settings.max_age if max_age is None else max_age
-        cached = self.store.get_many(wanted)
-        now = self.clock()
-        verdicts = {
-            name: freshness(cached.get(name), now=now, max_age=max_age, refresh=refresh)
-            for name in wanted
-        }
-        to_fetch = [n for n in dict.fromkeys(wanted) if verdicts[n] is not Freshness.FRESH]
-        sources = {n: "cache" for n in wanted if verdicts[n] is Freshness.FRESH}
-        warnings: list[str] = []
-        if to_fetch and offline:
-            absent = [n for n in to_fetch if verdicts[n] is Freshness.MISSING]
-            if absent:
-                raise NotCached(absent)
-            for name in to_fetch:
-                sources[name] = "stale"
-            warnings.append(f"offline: served {len(to_fetch)} copy(ies) older than --max-age")
-        elif to_fetch:
-            cached, fetched_sources, note = self._fetch_for_get(to_fetch, cached, verdicts)
-            sources.update(fetched_sources)
-            warnings.extend(note)
-        return GetResult(
-            documents=[cached[n].document for n in wanted],
-            served=[
-                Served(n, sources[n], cached[n].fetched_at, cached[n].upstream) for n in wanted
-            ],
-            warnings=warnings,
-        )
-
-    def _fetch_for_get(
-        self,
-        to_fetch: list[str],
-        cached: dict[str, CachedDocument],
-        verdicts: dict[str, Freshness],
-    ) -> tuple[dict[str, CachedDocument], dict[str, str], list[str]]:
-        from ..upstream.batching import iter_fetch
-
-        try:
-            outcomes = list(iter_fetch(self.upstream(), to_fetch))
-        except UpstreamError as exc:
-            absent = [n for n in to_fetch if verdicts[n] is Freshness.MISSING]
-            if absent or isinstance(exc, NotFound):
-                raise
-            # stale-if-error: every name has an older copy; serve those and say why.
-            warning = f"upstream failed, served cached copies instead: {exc.message}"
-            log.warning(warning)
-            return cached, {n: "stale" for n in to_fetch}, [warning]
-        missing: list[str] = []
-        for outcome in outcomes:
-            self._write(outcome.documents)
-            missing.extend(outcome.missing)
-        if missing:
-            kept = [n for n in missing if n in cached]
-            hint = None
-            if kept:
-                hint = f"an older copy of {len(kept)} of them is in the store: add --offline to read it"
-            raise NotFound(missing, hint=hint)
-        fresh = self.store.get_many(to_fetch)
-        merged = {**cached, **fresh}
-        return merged, {n: "upstream" for n in to_fetch}, []
-
-    def _write(self, docs: Sequence[Document]) -> None:
-        label = self.upstream().label
-        self.store.put(
-            [doc.with_derived_fields() for doc in docs], fetched_at=self.clock(), upstream=label
-        )
-
-    # -- fetch -------------------------------------------------------------------------------
+        return documents.get_documents(self._ctx(), names, mode or self.default_mode())
 
     def fetch(
-        self,
-        names: Iterable[str],
-        *,
-        refresh: bool = False,
-        max_age: float | None = None,
-        progress: Progress | None = None,
+        self, names: Iterable[str], mode: Mode | None = None, progress: Progress | None = None
     ) -> FetchReport:
         """Mirror any number of documents: batches of 20, each written in one transaction."""
-        from ..upstream.batching import iter_fetch
-
-        wanted = list(dict.fromkeys(naming.normalize_every(names)))
-        report = FetchReport(requested=len(wanted))
-        max_age = self.settings.max_age if max_age is None else max_age
-        now = self.clock()
-        cached = self.store.get_many(wanted) if wanted else {}
-        todo = [
-            n
-            for n in wanted
-            if freshness(cached.get(n), now=now, max_age=max_age, refresh=refresh)
-            is not Freshness.FRESH
-        ]
-        report.already_cached = len(wanted) - len(todo)
-        if progress:
-            progress(report.already_cached, report.requested)
-        if not todo:
-            return report
-        try:
-            for outcome in iter_fetch(self.upstream(), todo):
-                self._write(outcome.documents)
-                report.fetched += len(outcome.documents)
-                report.missing.extend(outcome.missing)
-                if progress:
-                    done = report.already_cached + report.fetched + len(report.missing)
-                    progress(done, report.requested)
-        except UpstreamError as exc:
-            report.error = exc
-        return report
-
-    # -- import, listing, status -------------------------------------------------------------
+        return documents.fetch(self._ctx(), names, mode or self.default_mode(), progress)
 
     def import_file(self, path: Path) -> int:
         """Import Document records from a JSONL(.gz) file, all or nothing."""
-        from ..records import read_documents
-
-        docs = read_documents(path)
-        return self.store.put(docs, fetched_at=self.clock(), upstream=f"import {path.name}")
+        return documents.import_file(self._ctx(), path)
 
     def import_sample(self) -> int:
         """Import the sample documents shipped with dk-mirror."""
-        from ..records import read_sample
+        return documents.import_sample(self._ctx())
 
-        return self.store.put(read_sample(), fetched_at=self.clock(), upstream="sample")
+    def list_documents(
+        self, prefix: str | None = None, limit: int | None = None
+    ) -> Iterator[Summary]:
+        """Cached documents by name; `prefix` may be given in any accepted name form."""
+        return documents.list_documents(self._ctx(), prefix, limit)
+
+    def cached_names(self, names: Sequence[str]) -> frozenset[str]:
+        """Which of these canonical names the store holds."""
+        return documents.cached_names(self._ctx(), names)
+
+    def suggest_names(self, name: str, limit: int = 3, exclude: Sequence[str] = ()) -> list[str]:
+        """Cached documents nearest to `name`: same path prefix first, then close spelling."""
+        return documents.suggest_names(self._ctx(), name, limit, exclude)
 
     # -- search and answers ------------------------------------------------------------------
 
@@ -285,111 +161,135 @@ class Mirror:
         page_size: int | None = None,
         page_token: str | None = None,
         filter: str | None = None,
-        offline: bool | None = None,
+        mode: Mode | None = None,
         fetch: bool = False,
-        prefer_recorded: bool = False,
     ) -> SearchResult:
         """One page of chunks: upstream (recorded) online, else a recording or the local index."""
-        from . import search as searching
+        from . import search
 
-        request = searching.make_request(query, page_size, page_token, filter)
-        offline = self.settings.offline if offline is None else offline
-        return searching.search(
-            self, request, offline=offline, fetch=fetch, prefer_recorded=prefer_recorded
-        )
+        request = search.make_request(query, page_size, page_token, filter)
+        return search.search(self._ctx(), request, mode or self.default_mode(), fetch=fetch)
 
     def answer_query(
-        self,
-        query: str,
-        *,
-        filter: str | None = None,
-        offline: bool | None = None,
-        prefer_recorded: bool = False,
+        self, query: str, *, filter: str | None = None, mode: Mode | None = None
     ) -> AnswerResult:
         """A grounded answer: upstream under the daily quota, else recorded or extractive."""
-        from . import answers as answering
+        from . import answers
 
-        offline = self.settings.offline if offline is None else offline
-        return answering.answer(
-            self, query, filter_text=filter, offline=offline, prefer_recorded=prefer_recorded
+        return answers.answer(
+            self._ctx(), query, filter_text=filter, mode=mode or self.default_mode()
         )
-
-    def suggest_names(self, name: str, limit: int = 3, exclude: Sequence[str] = ()) -> list[str]:
-        """Cached documents nearest to `name`: same path prefix first, then close spelling."""
-        from ..search import suggest
-
-        target = naming.normalize(name)
-        pool: list[str] = []
-        for prefix in suggest.parents(target):
-            pool = [s.name for s in self.store.list_documents(prefix, SUGGEST_POOL)]
-            if len(pool) > limit + len(exclude):
-                break
-        if not pool:
-            # Nothing under the host: perhaps the host itself is misspelled.
-            hosts = suggest.close_hosts(suggest.host_of(target), self.stats().by_data_source)
-            for host in hosts:
-                pool += [
-                    s.name
-                    for s in self.store.list_documents(f"{naming.PREFIX}{host}/", SUGGEST_POOL)
-                ]
-        return suggest.nearest(target, pool, limit, exclude=exclude)
 
     # -- reproducible snapshots -------------------------------------------------------------
 
-    def export_snapshot(self, out: Path, **selection: Any) -> snapshot.Manifest:
-        """Write a snapshot file (selection: prefix, data_source, names, lock, since)."""
-        from . import ci as pins
+    def export_snapshot(
+        self,
+        out: Path,
+        *,
+        prefix: str | None = None,
+        data_source: str | None = None,
+        names: Sequence[str] | None = None,
+        lock: Path | None = None,
+        since: Path | None = None,
+    ) -> Manifest:
+        """Write a snapshot file of the selected documents (a delta with `since`)."""
+        from . import ci
 
-        return pins.export(self, out, **selection)
+        return ci.export(
+            self._ctx(),
+            out,
+            prefix=prefix_form(prefix) if prefix else None,
+            data_source=data_source,
+            names=names,
+            lock=lock,
+            since=since,
+        )
 
-    def import_snapshot(self, path: Path) -> pins.ImportReport:
+    def import_snapshot(self, path: Path) -> ImportReport:
         """Verify a snapshot, then write it all or nothing."""
-        from . import ci as pins
+        from . import ci
 
-        return pins.import_snapshot(self, path)
+        return ci.import_snapshot(self._ctx(), path)
 
-    def check_snapshot(self, path: Path, *, max_age: float | None = None) -> pins.CheckReport:
+    def check_snapshot(self, path: Path, *, max_age: float | None = None) -> CheckReport:
         """Which pinned documents changed upstream (metadata only), and the snapshot's age."""
-        from . import ci as pins
+        from . import ci
 
-        return pins.check(self, path, max_age=max_age)
+        return ci.check(self._ctx(), path, max_age=max_age)
 
-    def lock(self, requirements: Path) -> list[lockfile.LockEntry]:
-        """Resolve a requirements file into lock entries."""
-        from . import ci as pins
+    def lock(self, requirements: Path, output: Path | None = None) -> list[LockEntry]:
+        """Resolve a requirements file into lock entries (written to `output` when given)."""
+        from . import ci
 
-        return pins.lock(self, requirements)
+        return ci.lock(self._ctx(), requirements, output)
 
-    def sync_locked(self, lock_path: Path, *, source: Path | None = None) -> pins.SyncReport:
+    def sync_locked(self, lock_path: Path, *, source: Path | None = None) -> SyncReport:
         """Make the store hold exactly the locked bytes."""
-        from . import ci as pins
+        from . import ci
 
-        return pins.sync_locked(self, lock_path, source=source)
+        return ci.sync_locked(self._ctx(), lock_path, source=source)
 
     def export_markdown(self, root: Path, *, prefix: str | None = None) -> int:
         """Write the documents as a Markdown tree with an index."""
-        from . import ci as pins
+        from . import ci
 
-        return pins.export_markdown(self, root, prefix=prefix)
+        return ci.export_markdown(self._ctx(), root, prefix=prefix_form(prefix) if prefix else None)
 
-    def list_documents(
-        self, prefix: str | None = None, limit: int | None = None
-    ) -> Iterator[Summary]:
-        """Cached documents by name; `prefix` may be given in any accepted name form."""
-        if prefix:
-            prefix = prefix_form(prefix)
-        return self.store.list_documents(prefix, limit)
+    @staticmethod
+    def verify_snapshot(path: Path) -> VerifyReport:
+        """Recompute every hash of a snapshot file (no store, no network)."""
+        from ..snapshots.read import verify
+
+        return verify(path)
+
+    @staticmethod
+    def read_snapshot(path: Path) -> Snapshot:
+        """A fully verified snapshot (raises naming every bad document)."""
+        from ..snapshots.read import read
+
+        return read(path)
+
+    @staticmethod
+    def diff_snapshots(a: Snapshot, b: Snapshot) -> Diff:
+        """Documents added, removed and changed from snapshot `a` to snapshot `b`."""
+        from ..snapshots.diff import diff
+
+        return diff(a, b)
+
+    # -- the store itself --------------------------------------------------------------------
+
+    @property
+    def store_url(self) -> str:
+        """The store's URL, password hidden (for messages and `status`)."""
+        return self._ctx().store.url
 
     def stats(self) -> Stats:
         """Counts and sizes of the store."""
-        return self.store.stats()
+        return self._ctx().store.stats()
 
+    def health(self, *, integrity: bool = False) -> Health:
+        """One report on the store and the configuration (`integrity`: run quick_check)."""
+        store = self._ctx().store
+        settings = self.settings
+        return Health(
+            store=store.facts(integrity=integrity),
+            stats=store.stats(),
+            upstream=settings.upstream,
+            transport=settings.transport,
+            offline=settings.offline,
+            api_key_set=bool(settings.api_key),
+            sqlite_version=sqlite3.sqlite_version,
+        )
 
-def prefix_form(prefix: str) -> str:
-    """A listing prefix in canonical form, keeping a trailing slash the user typed."""
-    trailing = prefix.endswith("/")
-    stripped = prefix.rstrip("/")
-    if stripped in ("documents", ""):
-        return naming.PREFIX
-    canonical = naming.normalize(stripped)
-    return canonical + "/" if trailing else canonical
+    def schema_status(self) -> SchemaStatus:
+        """The store's schema revision and the newest this version knows (no upgrade)."""
+        from ..store.migrate import schema_status
+
+        return schema_status(self.settings.db_url)
+
+    def upgrade_schema(self) -> SchemaStatus:
+        """Upgrade the store's schema to the newest revision; returns the new status."""
+        from ..store.migrate import schema_status, upgrade_url
+
+        upgrade_url(self.settings.db_url)
+        return schema_status(self.settings.db_url)

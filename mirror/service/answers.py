@@ -8,13 +8,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidInput, QuotaExceeded, UpstreamError
-from ..models import Answer
+from .. import limits
+from ..errors import QuotaExceeded, UpstreamError
+from ..models import Answer, Source, rfc3339
+from ..policy import Mode
 from ..search import extractive, filters
+from . import documents
+from .context import Context
 
 if TYPE_CHECKING:
     from ..store.recordings import RecordedAnswer
-    from . import Mirror
 
 QUOTA_BUCKET = "answerQuery"
 # How many local hits an extractive answer may quote from.
@@ -26,7 +29,7 @@ class AnswerResult:
     """An answer and where it came from: "upstream", "recorded" or "extractive"."""
 
     answer: Answer
-    source: str
+    source: Source
     stale_names: list[str] = field(default_factory=list)
     recorded_at: float | None = None
     warnings: list[str] = field(default_factory=list)
@@ -41,6 +44,19 @@ class AnswerResult:
     def to_api(self) -> dict[str, object]:
         """The AnswerQueryResponse JSON."""
         return self.answer.to_api()
+
+    def to_json(self) -> dict[str, object]:
+        """`answer --json`: the upstream JSON, plus where it came from under `_mirror`."""
+        return {
+            **self.answer.to_api(),
+            "_mirror": {
+                "source": str(self.source),
+                "stale": self.stale,
+                "staleDocuments": self.stale_names,
+                "recordedAt": rfc3339(self.recorded_at),
+                "quota": {"used": self.quota_used, "limit": self.quota_limit},
+            },
+        }
 
 
 def _pacific() -> tzinfo:
@@ -64,35 +80,26 @@ def answer_key(query: str, filter_text: str | None) -> str:
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
-def answer(
-    mirror: Mirror,
-    query: str,
-    *,
-    filter_text: str | None,
-    offline: bool,
-    prefer_recorded: bool = False,
-) -> AnswerResult:
+def answer(ctx: Context, query: str, *, filter_text: str | None, mode: Mode) -> AnswerResult:
     """Answer a question: upstream (counted against the daily quota) or from what is local.
 
-    `prefer_recorded`: online, a recorded answer to the same question is served without
+    `mode.prefer_recorded`: online, a recorded answer to the same question is served without
     spending the daily quota (a server in cache-first mode).
     """
-    text = (query or "").strip()
-    if not text:
-        raise InvalidInput("the question is empty", hint="ask a question in words")
+    text = limits.check_query(query, what="question")
     node = filters.parse(filter_text)
     canonical = filters.to_text(node) if node is not None else None
     key = answer_key(text, canonical)
-    recorded = mirror.store.recordings.answer(key)
-    if offline or (prefer_recorded and recorded):
-        return _recorded(mirror, recorded) if recorded else _extractive(mirror, text, node)
-    limit = mirror.settings.answers_per_day
-    day = quota_day(mirror.clock())
-    used = mirror.store.recordings.take_quota(QUOTA_BUCKET, day, limit)
+    recorded = ctx.store.recordings.answer(key)
+    if mode.offline or (mode.prefer_recorded and recorded):
+        return _recorded(ctx, recorded) if recorded else _extractive(ctx, text, node)
+    limit = ctx.settings.answers_per_day
+    day = quota_day(ctx.clock())
+    used = ctx.store.recordings.take_quota(QUOTA_BUCKET, day, limit)
     if used is None:
         message = f"the daily AnswerQuery quota ({limit}/day, counted locally) is used up for {day}"
         if recorded:
-            result = _recorded(mirror, recorded)
+            result = _recorded(ctx, recorded)
             result.warnings.append(message + "; served the recorded answer instead")
             return result
         raise QuotaExceeded(
@@ -100,27 +107,29 @@ def answer(
             hint="use `dk-mirror search` (it has its own quota), or raise "
             "DK_MIRROR_ANSWERS_PER_DAY if your project's quota is larger",
         )
-    upstream = mirror.upstream()
+    upstream = ctx.upstream()
     reply = upstream.answer_query(text, filter=canonical)
-    warnings = _fetch_references(mirror, reply)
-    cited = _hashes(mirror, reply.reference_names)
-    mirror.store.recordings.save_answer(
+    warnings = _fetch_references(ctx, reply)
+    cited = _hashes(ctx, reply.reference_names)
+    ctx.store.recordings.save_answer(
         key,
         {"query": text, "filter": canonical},
         reply,
         cited,
-        at=mirror.clock(),
+        at=ctx.clock(),
         upstream=upstream.label,
     )
-    return AnswerResult(reply, "upstream", warnings=warnings, quota_used=used, quota_limit=limit)
+    return AnswerResult(
+        reply, Source.UPSTREAM, warnings=warnings, quota_used=used, quota_limit=limit
+    )
 
 
-def _fetch_references(mirror: Mirror, reply: Answer) -> list[str]:
+def _fetch_references(ctx: Context, reply: Answer) -> list[str]:
     names = reply.reference_names
     if not names:
         return []
     try:
-        report = mirror.fetch(names)
+        report = documents.fetch(ctx, names, ctx.default_mode())
     except UpstreamError as exc:
         return [f"could not fetch the cited documents: {exc.message}"]
     if report.error or report.missing:
@@ -131,13 +140,13 @@ def _fetch_references(mirror: Mirror, reply: Answer) -> list[str]:
     return []
 
 
-def _hashes(mirror: Mirror, names: list[str]) -> dict[str, str | None]:
-    cached = mirror.store.get_many(names)
+def _hashes(ctx: Context, names: list[str]) -> dict[str, str | None]:
+    cached = ctx.store.get_many(names)
     return {n: cached[n].sha256 if n in cached else None for n in names}
 
 
-def _recorded(mirror: Mirror, recorded: RecordedAnswer) -> AnswerResult:
-    now = _hashes(mirror, list(recorded.cited))
+def _recorded(ctx: Context, recorded: RecordedAnswer) -> AnswerResult:
+    now = _hashes(ctx, list(recorded.cited))
     changed = [n for n, digest in recorded.cited.items() if now.get(n) != digest]
     warnings = []
     if changed:
@@ -146,23 +155,22 @@ def _recorded(mirror: Mirror, recorded: RecordedAnswer) -> AnswerResult:
         )
     return AnswerResult(
         recorded.answer,
-        "recorded",
+        Source.RECORDED,
         stale_names=changed,
         recorded_at=recorded.recorded_at,
         warnings=warnings,
     )
 
 
-def _extractive(mirror: Mirror, query: str, node: filters.Node | None) -> AnswerResult:
-    where = mirror.store.filter_clause(node) if node is not None else None
-    hits = mirror.store.search_local(query, limit=EXTRACT_FROM, offset=0, where=where)
-    cached = mirror.store.get_many(list(dict.fromkeys(h.name for h in hits)))
+def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerResult:
+    hits = ctx.store.search_local(query, limit=EXTRACT_FROM, offset=0, where=node)
+    cached = ctx.store.get_many(list(dict.fromkeys(h.name for h in hits)))
     passages = [
         extractive.Passage(h.name, h.text, cached[h.name].document if h.name in cached else None)
         for h in hits
     ]
     return AnswerResult(
         extractive.build(query, passages),
-        "extractive",
+        Source.EXTRACTIVE,
         warnings=["offline and no recorded answer: quoted the local mirror instead"],
     )

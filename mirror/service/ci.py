@@ -7,22 +7,21 @@ this module connects them to the store and the upstream.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import InvalidInput
+from ..files import write_atomic
 from ..models import Document, View
 from ..snapshots import format as snapshot
 from ..snapshots import lockfile, mdpaths
 from ..snapshots.diff import apply_delta
 from ..snapshots.read import read as read_snapshot
 from ..timestamps import instant_key
-
-if TYPE_CHECKING:
-    from . import Mirror
+from . import documents, search
+from .context import Context
 
 
 @dataclass(slots=True)
@@ -33,6 +32,11 @@ class ImportReport:
     written: int
     removed: int
     root: str
+
+    def to_json(self) -> dict[str, Any]:
+        """As `snapshot import --json` prints it."""
+        return {"kind": self.kind, "written": self.written, "removed": self.removed,
+                "root": self.root}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -50,6 +54,17 @@ class CheckReport:
         """True when nothing changed upstream and the snapshot is young enough."""
         return not (self.changed or self.removed or self.too_old)
 
+    def to_json(self) -> dict[str, Any]:
+        """As `snapshot check --json` prints it."""
+        return {
+            "pinned": self.pinned,
+            "changed": self.changed,
+            "removed": self.removed,
+            "ageSeconds": self.age_seconds,
+            "tooOld": self.too_old,
+            "ok": self.ok,
+        }
+
 
 def _selection(
     prefix: str | None, data_source: str | None, names: Sequence[str] | None
@@ -66,7 +81,7 @@ def _selection(
 
 
 def export(
-    mirror: Mirror,
+    ctx: Context,
     out: Path,
     *,
     prefix: str | None = None,
@@ -76,7 +91,7 @@ def export(
     since: Path | None = None,
 ) -> snapshot.Manifest:
     """Write a full (or, with `since`, delta) snapshot of the selected documents."""
-    store = mirror.store
+    store = ctx.store
     if lock is not None:
         entries = lockfile.read_lock_file(lock)
         names = [e.name for e in entries]
@@ -112,39 +127,39 @@ def export(
     return snapshot.write_delta(out, base.manifest, docs, selection)
 
 
-def store_state(mirror: Mirror) -> snapshot.State:
+def store_state(ctx: Context) -> snapshot.State:
     """name -> (content hash, metadata hash) of every document with content in the store."""
-    return {d.name: snapshot.document_hashes(d) for d in mirror.store.iter_documents()}
+    return {d.name: snapshot.document_hashes(d) for d in ctx.store.iter_documents()}
 
 
-def import_snapshot(mirror: Mirror, path: Path) -> ImportReport:
+def import_snapshot(ctx: Context, path: Path) -> ImportReport:
     """Verify a snapshot completely, then write it in one transaction (all or nothing)."""
     snap = read_snapshot(path)  # raises, naming every bad document, before anything is written
     manifest = snap.manifest
     if manifest.kind == "delta":
-        apply_delta(store_state(mirror), snap)  # refuses a delta made on another base
-    mirror.store.apply_changes(
+        apply_delta(store_state(ctx), snap)  # refuses a delta made on another base
+    ctx.store.apply_changes(
         snap.documents,
         snap.tombstones,
-        fetched_at=mirror.clock(),
+        fetched_at=ctx.clock(),
         upstream=f"snapshot {path.name}",
     )
     return ImportReport(manifest.kind, len(snap.documents), len(snap.tombstones), manifest.root)
 
 
-def check(mirror: Mirror, path: Path, *, max_age: float | None) -> CheckReport:
+def check(ctx: Context, path: Path, *, max_age: float | None) -> CheckReport:
     """Ask upstream (BASIC view: metadata only) which pinned documents changed or vanished."""
     from ..upstream.batching import iter_fetch
 
     snap = read_snapshot(path)
     pinned = {d.name: d for d in snap.documents}
     report = CheckReport(pinned=len(pinned))
-    for outcome in iter_fetch(mirror.upstream(), sorted(pinned), View.BASIC):
+    for outcome in iter_fetch(ctx.upstream(), sorted(pinned), View.BASIC):
         report.removed.extend(outcome.missing)
         for now in outcome.documents:
             if _changed(pinned[now.name], now):
                 report.changed.append(now.name)
-    report.age_seconds = _age(snap.documents, path, mirror.clock())
+    report.age_seconds = _age(snap.documents, path, ctx.clock())
     report.too_old = max_age is not None and report.age_seconds > max_age
     return report
 
@@ -170,12 +185,13 @@ def _age(docs: Iterable[Document], path: Path, now: float) -> float:
     return now - os.stat(path).st_mtime
 
 
-def lock(mirror: Mirror, requirements: Path) -> list[lockfile.LockEntry]:
-    """Resolve a requirements file into lock entries (fetching what the store lacks)."""
+def lock(ctx: Context, requirements: Path, output: Path | None) -> list[lockfile.LockEntry]:
+    """Resolve a requirements file into lock entries (fetching what the store lacks), and
+    write them to `output` atomically when given."""
     needs = lockfile.read_requirements(requirements)
     names: list[str] = list(needs.names)
     for prefix in needs.prefixes:
-        found = [s.name for s in mirror.list_documents(prefix) if s.has_content]
+        found = [s.name for s in documents.list_documents(ctx, prefix, None) if s.has_content]
         if not found:
             raise InvalidInput(
                 f"{requirements}: no cached document starts with {prefix}",
@@ -183,21 +199,25 @@ def lock(mirror: Mirror, requirements: Path) -> list[lockfile.LockEntry]:
             )
         names.extend(found)
     for spec in needs.searches:
-        result = mirror.search_documents(spec.query, page_size=spec.limit, filter=spec.filter)
+        request = search.make_request(spec.query, spec.limit, None, spec.filter)
+        result = search.search(ctx, request, ctx.default_mode(), fetch=False)
         names.extend(r.parent for r in result.page.results)
     names = list(dict.fromkeys(names))
-    if not mirror.settings.offline:
-        report = mirror.fetch(names)
+    if not ctx.settings.offline:
+        report = documents.fetch(ctx, names, ctx.default_mode())
         if report.error:
             raise report.error
-    cached = mirror.store.get_many(names)
+    cached = ctx.store.get_many(names)
     absent = [n for n in names if n not in cached or cached[n].document.content is None]
     if absent:
         raise InvalidInput(
             f"{len(absent)} required document(s) are not in the store: " + ", ".join(absent[:10]),
             hint="go online (or import a snapshot) so `dk-mirror lock` can fetch them",
         )
-    return sorted(lockfile.LockEntry.from_document(cached[n].document) for n in names)
+    entries = sorted(lockfile.LockEntry.from_document(cached[n].document) for n in names)
+    if output is not None:
+        write_atomic(output, lockfile.write_lock(entries))
+    return entries
 
 
 @dataclass(slots=True)
@@ -209,12 +229,22 @@ class SyncReport:
     written: int = 0
     mismatches: list[lockfile.Mismatch] = field(default_factory=list)
 
+    def to_json(self) -> dict[str, Any]:
+        """As `sync --json` prints it: the documents that differ, by name, for CI scripts."""
+        return {
+            "locked": self.locked,
+            "already": self.already,
+            "written": self.written,
+            "ok": not self.mismatches,
+            "mismatches": [m.to_json() for m in self.mismatches],
+        }
 
-def sync_locked(mirror: Mirror, lock_path: Path, *, source: Path | None) -> SyncReport:
+
+def sync_locked(ctx: Context, lock_path: Path, *, source: Path | None) -> SyncReport:
     """Make the store hold exactly the locked bytes, from the store, a snapshot or upstream."""
     entries = lockfile.read_lock_file(lock_path)
     wanted = {e.name: e for e in entries}
-    cached = mirror.store.get_many(list(wanted))
+    cached = ctx.store.get_many(list(wanted))
     have = {n: c.sha256 for n, c in cached.items()}
     todo = {m.name for m in lockfile.check_locked(entries, have)}
     report = SyncReport(locked=len(entries), already=len(entries) - len(todo))
@@ -223,10 +253,10 @@ def sync_locked(mirror: Mirror, lock_path: Path, *, source: Path | None) -> Sync
         snap = read_snapshot(source)
         candidates.update((d.name, d) for d in snap.documents if d.name in todo)
     remaining = sorted(todo - candidates.keys())
-    if remaining and not mirror.settings.offline:
+    if remaining and not ctx.settings.offline:
         from ..upstream.batching import iter_fetch
 
-        for outcome in iter_fetch(mirror.upstream(), remaining):
+        for outcome in iter_fetch(ctx.upstream(), remaining):
             candidates.update((d.name, d.with_derived_fields()) for d in outcome.documents)
     good = [d for n, d in sorted(candidates.items()) if _matches(d, wanted[n])]
     have.update({d.name: lockfile.LockEntry.from_document(d).sha256 for d in good})
@@ -234,7 +264,7 @@ def sync_locked(mirror: Mirror, lock_path: Path, *, source: Path | None) -> Sync
     if report.mismatches:
         # Nothing is written unless every locked document can be made exact.
         return report
-    mirror.store.apply_changes(good, [], fetched_at=mirror.clock(), upstream="sync --locked")
+    ctx.store.apply_changes(good, [], fetched_at=ctx.clock(), upstream="sync --locked")
     report.written = len(good)
     return report
 
@@ -243,26 +273,14 @@ def _matches(doc: Document, entry: lockfile.LockEntry) -> bool:
     return doc.content is not None and lockfile.LockEntry.from_document(doc).sha256 == entry.sha256
 
 
-def export_markdown(mirror: Mirror, root: Path, *, prefix: str | None = None) -> int:
+def export_markdown(ctx: Context, root: Path, *, prefix: str | None = None) -> int:
     """Write one .md file per document (front matter + Markdown) and an index.md under `root`."""
     root.mkdir(parents=True, exist_ok=True)
     entries = []
-    for doc in mirror.store.iter_documents(prefix=prefix):
+    for doc in ctx.store.iter_documents(prefix=prefix):
         relative = mdpaths.relative_path(doc.name)
         target = mdpaths.check_inside(root, relative)
         write_atomic(target, mdpaths.front_matter(doc) + (doc.content or ""))
         entries.append((doc.name, doc.title, relative))
     write_atomic(root / mdpaths.INDEX, mdpaths.index_markdown(entries))
     return len(entries)
-
-
-def write_atomic(target: Path, text: str) -> None:
-    # A reader (or a crash) never sees a half-written file under the final name.
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    try:
-        temp.write_text(text, encoding="utf-8", newline="\n")
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise

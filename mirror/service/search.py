@@ -6,19 +6,14 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
+from .. import limits
 from ..errors import BadRequest, InvalidInput, UpstreamError
-from ..models import DocumentChunk, SearchPage
+from ..models import DocumentChunk, SearchPage, Source, rfc3339
+from ..policy import Mode
 from ..search import filters
-
-if TYPE_CHECKING:
-    from . import Mirror
-
-# Upstream refuses longer queries with INVALID_ARGUMENT; so do we, before sending.
-MAX_QUERY_LENGTH = 500
-DEFAULT_PAGE_SIZE = 5
-MAX_PAGE_SIZE = 100
+from . import documents
+from .context import Context
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +52,7 @@ class SearchResult:
     """One page of hits; `source` says whether it came from upstream, a recording or the index."""
 
     page: SearchPage
-    source: str
+    source: Source
     warnings: list[str] = field(default_factory=list)
     recorded_at: float | None = None
 
@@ -65,75 +60,60 @@ class SearchResult:
         """The SearchDocumentChunksResponse JSON."""
         return self.page.to_api()
 
-
-def validate_query(query: str) -> str:
-    """The query stripped; empty or over 500 characters is refused as upstream refuses it."""
-    text = (query or "").strip()
-    if not text:
-        raise InvalidInput("the search query is empty", hint="give some words to search for")
-    if len(text) > MAX_QUERY_LENGTH:
-        raise InvalidInput(
-            f"the query is {len(text)} characters; the API refuses more than {MAX_QUERY_LENGTH} "
-            "(INVALID_ARGUMENT)",
-            hint="shorten the query to its key words",
-        )
-    return text
+    def to_json(self) -> dict[str, object]:
+        """`search --json`: the upstream JSON, plus where it came from under `_mirror`."""
+        return {
+            **self.page.to_api(),
+            "_mirror": {"source": str(self.source), "recordedAt": rfc3339(self.recorded_at)},
+        }
 
 
 def make_request(
     query: str, page_size: int | None, page_token: str | None, filter_text: str | None
 ) -> SearchRequest:
     """Validate everything about a search before anything is sent or read."""
-    size = DEFAULT_PAGE_SIZE if page_size is None else page_size
-    if size < 1:
-        raise InvalidInput(f"page size {size} is not positive", hint="use --limit 1 to 100")
     node = filters.parse(filter_text)
     return SearchRequest(
-        query=validate_query(query),
-        page_size=min(size, MAX_PAGE_SIZE),  # upstream coerces larger sizes to 100
+        query=limits.check_query(query, what="search query"),
+        page_size=limits.page_size(page_size),
         page_token=page_token or None,
         filter=filters.to_text(node) if node is not None else None,
         node=node,
     )
 
 
-def search(
-    mirror: Mirror,
-    request: SearchRequest,
-    *,
-    offline: bool,
-    fetch: bool,
-    prefer_recorded: bool = False,
-) -> SearchResult:
+def search(ctx: Context, request: SearchRequest, mode: Mode, *, fetch: bool) -> SearchResult:
     """Run a search: upstream online (falling back to recordings or the index on failure).
 
-    `prefer_recorded`: online, a recorded page for the same request is served without asking
-    upstream (a server in cache-first mode spends quota only on new questions).
+    `mode.prefer_recorded`: online, a recorded page for the same request is served without
+    asking upstream (a server in cache-first mode spends quota only on new questions).
     """
     warnings: list[str] = []
-    if not offline and prefer_recorded and (recorded := replay(mirror, request)) is not None:
-        return recorded
-    if not offline:
+    if not mode.offline and mode.prefer_recorded:
+        recorded = replay(ctx, request)
+        if recorded is not None:
+            return recorded
+    if not mode.offline:
         try:
-            return _online(mirror, request, fetch=fetch)
+            return _online(ctx, request, fetch=fetch)
         except BadRequest:
             raise
         except UpstreamError as exc:
             warnings.append(f"upstream search failed, answered offline instead: {exc.message}")
-    result = _offline(mirror, request)
+    result = _offline(ctx, request)
     return replace(result, warnings=warnings + result.warnings)
 
 
-def _online(mirror: Mirror, request: SearchRequest, *, fetch: bool) -> SearchResult:
-    upstream = mirror.upstream()
+def _online(ctx: Context, request: SearchRequest, *, fetch: bool) -> SearchResult:
+    upstream = ctx.upstream()
     page = upstream.search_chunks(
         request.query,
         page_size=request.page_size,
         page_token=request.page_token,
         filter=request.filter,
     )
-    now = mirror.clock()
-    store = mirror.store
+    now = ctx.clock()
+    store = ctx.store
     store.recordings.save_page(
         request.key, request.as_dict(), page, at=now, upstream=upstream.label
     )
@@ -144,37 +124,36 @@ def _online(mirror: Mirror, request: SearchRequest, *, fetch: bool) -> SearchRes
     )
     warnings = []
     if fetch and page.results:
-        report = mirror.fetch([r.parent for r in page.results])
+        report = documents.fetch(ctx, [r.parent for r in page.results], ctx.default_mode())
         if report.error or report.missing:
             warnings.append(
                 f"--fetch: {report.fetched} fetched, {len(report.missing)} missing"
                 + (f", stopped: {report.error.message}" if report.error else "")
             )
-    return SearchResult(_sourced(page, "upstream"), "upstream", warnings)
+    return SearchResult(_sourced(page, Source.UPSTREAM), Source.UPSTREAM, warnings)
 
 
-def replay(mirror: Mirror, request: SearchRequest) -> SearchResult | None:
+def replay(ctx: Context, request: SearchRequest) -> SearchResult | None:
     """The recorded upstream page for `request`, if one was recorded."""
-    recorded = mirror.store.recordings.page(request.key)
+    recorded = ctx.store.recordings.page(request.key)
     if recorded is None:
         return None
     return SearchResult(
-        _sourced(recorded.page, "recorded"), "recorded", recorded_at=recorded.recorded_at
+        _sourced(recorded.page, Source.RECORDED), Source.RECORDED, recorded_at=recorded.recorded_at
     )
 
 
-def _offline(mirror: Mirror, request: SearchRequest) -> SearchResult:
-    return replay(mirror, request) or SearchResult(_local(mirror, request), "local")
+def _offline(ctx: Context, request: SearchRequest) -> SearchResult:
+    return replay(ctx, request) or SearchResult(_local(ctx, request), Source.LOCAL)
 
 
-def _local(mirror: Mirror, request: SearchRequest) -> SearchPage:
+def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     offset = _decode_token(request) if request.page_token else 0
-    where = mirror.store.filter_clause(request.node) if request.node is not None else None
-    hits = mirror.store.search_local(
-        request.query, limit=request.page_size + 1, offset=offset, where=where
+    hits = ctx.store.search_local(
+        request.query, limit=request.page_size + 1, offset=offset, where=request.node
     )
     page_hits = hits[: request.page_size]
-    cached = mirror.store.get_many(list(dict.fromkeys(h.name for h in page_hits)))
+    cached = ctx.store.get_many(list(dict.fromkeys(h.name for h in page_hits)))
     results = tuple(
         DocumentChunk(
             parent=hit.name,
@@ -182,7 +161,7 @@ def _local(mirror: Mirror, request: SearchRequest) -> SearchPage:
             content=hit.text,
             document=cached[hit.name].document.basic() if hit.name in cached else None,
             relevance_score=round(hit.score, 6),
-            source="local",
+            source=Source.LOCAL,
         )
         for hit in page_hits
     )
@@ -191,7 +170,7 @@ def _local(mirror: Mirror, request: SearchRequest) -> SearchPage:
     return SearchPage(results, token)
 
 
-def _sourced(page: SearchPage, source: str) -> SearchPage:
+def _sourced(page: SearchPage, source: Source) -> SearchPage:
     return SearchPage(tuple(replace(r, source=source) for r in page.results), page.next_page_token)
 
 

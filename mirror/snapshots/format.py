@@ -18,13 +18,11 @@ delta's root equals the root of a full export of the same documents. Same docume
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +30,7 @@ from typing import Any, Literal
 
 from ..canonical import canonical_json, sha256_tag
 from ..errors import InvalidInput
+from ..files import atomic_file
 from ..models import Document
 
 FORMAT = "dk-mirror-snapshot"
@@ -160,6 +159,10 @@ class Manifest:
             "selection": dict(self.selection),
         }
 
+    def summary(self) -> dict[str, Any]:
+        """What `snapshot export --json` reports: kind, count and digests (not the entries)."""
+        return {"kind": self.kind, "count": self.count, "root": self.root, "base": self.base}
+
     def state(self) -> State:
         """name -> (content, metadata) hashes of a full snapshot."""
         if self.kind != "full":
@@ -197,19 +200,6 @@ def _check_selection(selection: Mapping[str, Any]) -> dict[str, Any]:
         raise SnapshotError(f"snapshot selection is not plain JSON: {exc}") from None
 
 
-def _open_temp(target: Path) -> tuple[Path, int]:
-    # Same folder so os.replace is an atomic rename; a random name so concurrent exports to one
-    # folder never share a temp file; os.open (not mkstemp) so the umask sets the permissions.
-    for _ in range(10):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-            return tmp, os.open(tmp, flags, 0o666)
-        except FileExistsError:
-            continue
-    raise SnapshotError(f"cannot create a temporary file beside {target}")
-
-
 def _write(
     path: str | os.PathLike[str],
     docs: Iterable[Document],
@@ -220,26 +210,16 @@ def _write(
     target = Path(path)
     chosen = _check_selection(selection)
     try:
-        tmp, fd = _open_temp(target)
+        # filename="" keeps the temp file's name out of the header (reproducible bytes).
+        with (
+            atomic_file(target) as raw,
+            gzip.GzipFile(
+                filename="", mode="wb", fileobj=raw, compresslevel=COMPRESSLEVEL, mtime=0
+            ) as gz,
+        ):
+            manifest = _write_lines(gz, kind, docs, chosen, base)
     except OSError as exc:
         raise SnapshotError(f"cannot write snapshot {target}: {exc.strerror or exc}") from exc
-    try:
-        with open(fd, "wb") as raw:
-            # filename="" keeps the temp file's name out of the header (reproducible bytes).
-            with gzip.GzipFile(
-                filename="", mode="wb", fileobj=raw, compresslevel=COMPRESSLEVEL, mtime=0
-            ) as gz:
-                manifest = _write_lines(gz, kind, docs, chosen, base)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, target)
-    except BaseException as exc:
-        # Never leave a partial file behind, whatever stopped us (even Ctrl-C).
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        if isinstance(exc, OSError):
-            raise SnapshotError(f"cannot write snapshot {target}: {exc}") from exc
-        raise
     return manifest
 
 

@@ -7,6 +7,7 @@ costs one small query rather than Alembic's import time.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,44 @@ def upgrade(engine: Engine, target: str = "head") -> None:
             )
         with conn.begin():
             command.upgrade(_config(conn), target)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaStatus:
+    """The store's schema revision and the newest this version of dk-mirror knows."""
+
+    current: str | None
+    head: str
+
+    @property
+    def up_to_date(self) -> bool:
+        """True when no upgrade is needed."""
+        return self.current == self.head
+
+    def to_json(self) -> dict[str, Any]:
+        """As `db status --json` prints it."""
+        return {"current": self.current, "head": self.head, "upToDate": self.up_to_date}
+
+
+def schema_status(url: str) -> SchemaStatus:
+    """The schema status of the store at `url`, read without upgrading it."""
+    from .engine import create
+
+    engine = create(url)
+    try:
+        with engine.connect() as conn:
+            current = current_revision(conn)
+    finally:
+        engine.dispose()
+    return SchemaStatus(current, known_revisions()[-1])
+
+
+def upgrade_url(url: str) -> None:
+    """Upgrade the store at `url` to the newest revision."""
+    from .engine import create
+
+    engine = create(url)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +15,12 @@ from sqlalchemy import Connection, Engine, bindparam, func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from ..errors import SchemaError, StoreError
-from ..models import CachedDocument, Document
+from ..models import CachedDocument, Document, Stats, StoreFacts, Summary
 from . import engine as engines
 from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
+    from ..search.filters import Node
     from .index import LocalHit
     from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
@@ -37,31 +37,6 @@ _BY_COUNT = [
     select(documents).where(documents.c.name.in_([bindparam(k) for k in _FIXED_KEYS[:count]]))
     for count in range(len(_FIXED_KEYS) + 1)
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """One line of a listing: a document's metadata without its content."""
-
-    name: str
-    title: str | None
-    data_source: str | None
-    update_time: str | None
-    content_length_bytes: int | None
-    has_content: bool
-    fetched_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Stats:
-    """Counts and sizes for `dk-mirror status`."""
-
-    documents: int
-    with_content: int
-    content_bytes: int
-    oldest_fetch: float | None
-    newest_fetch: float | None
-    by_data_source: dict[str, int]
 
 
 class Store:
@@ -176,16 +151,18 @@ class Store:
         return len(rows)
 
     def search_local(
-        self, query: str, *, limit: int = 5, offset: int = 0, where: Any = None
+        self, query: str, *, limit: int = 5, offset: int = 0, where: Node | None = None
     ) -> list[LocalHit]:
-        """Best-matching chunks in the local index (`where`: a clause over documents)."""
+        """Best-matching chunks in the local index (`where`: a parsed upstream filter)."""
         if not self.has_search_index():
             return []
+        from . import index
+        from .filter_sql import to_sql
+
+        clause = to_sql(where, documents) if where is not None else None
         conn = self._reader()
         with conn.begin():  # one snapshot for the ranking and text lookups
-            from . import index
-
-            return index.search(conn, query, limit=limit, offset=offset, where=where)
+            return index.search(conn, query, limit=limit, offset=offset, where=clause)
 
     def chunk_text(self, name: str, chunk_id: str) -> str | None:
         """The text of one indexed chunk, or None."""
@@ -250,12 +227,6 @@ class Store:
 
         apply_changes(self, put, remove, fetched_at=fetched_at, upstream=upstream)
 
-    def filter_clause(self, node: Any) -> Any:
-        """A parsed upstream filter (mirror.filters) as a WHERE clause over `documents`."""
-        from .filter_sql import to_sql
-
-        return to_sql(node, documents)
-
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
         c = documents.c
@@ -279,6 +250,18 @@ class Store:
             oldest_fetch=oldest,
             newest_fetch=newest,
             by_data_source={str(src): n for src, n in by_source},
+        )
+
+    def facts(self, *, integrity: bool = False) -> StoreFacts:
+        """Where the store is and its state (`integrity`: also run SQLite's quick_check)."""
+        return StoreFacts(
+            url=self.url,
+            dialect=self.engine.dialect.name,
+            revision=self.revision(),
+            expected_revision=SCHEMA_REVISION,
+            journal_mode=self.journal_mode(),
+            search_index=self.has_search_index(),
+            integrity=tuple(self.integrity()) if integrity else None,
         )
 
     def integrity(self) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from .. import __version__
-from ..config import ENV_API_KEY, Settings
+from ..config import ENV_API_KEY, Settings, Transport
 from ..errors import ConfigError, NetworkForbidden
 from . import Upstream
 from .base import DEFAULT_TIMEOUT
@@ -44,7 +44,7 @@ def build(
     # never sleeps in a pacer either. Search has a quota of its own, so a pacer of its own.
     pacer = Pacer(settings.get_per_minute, clock=policy.clock, sleep=policy.sleep)
     search_pacer = Pacer(settings.search_per_minute, clock=policy.clock, sleep=policy.sleep)
-    cls = McpUpstream if settings.transport == "mcp" else RestUpstream
+    cls = McpUpstream if settings.transport is Transport.MCP else RestUpstream
     return cls(
         settings.upstream, settings.api_key, client, pacer, policy, search_pacer=search_pacer
     )

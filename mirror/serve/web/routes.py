@@ -6,7 +6,6 @@ handler is a plain function (Starlette runs it in its thread pool, as Mirror cal
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -21,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 
 from ... import names as naming
 from ...errors import InvalidInput, MirrorError, NotCached, NotFound, UpstreamError
+from ...policy import Mode
 from ...search.snippets import best_window, plain_text
 from . import links as web_links
 from . import markdown_html as web_markdown
@@ -94,8 +94,9 @@ class _Pages:
         self._hosts: tuple[float, frozenset[str]] | None = None
         self._lock = threading.Lock()
 
-    def _offline(self) -> bool:
-        return not self.options.allow_fetch
+    def _mode(self) -> Mode:
+        # The browser never refetches what it has; it fetches misses only when allowed.
+        return Mode(offline=not self.options.allow_fetch)
 
     def mirrored_hosts(self) -> frozenset[str]:
         """Hosts with at least one mirrored document (cached for a few seconds)."""
@@ -147,7 +148,7 @@ class _Pages:
             # One URL per document: trailing slashes, `documents/` or a scheme redirect.
             return RedirectResponse(web_links.doc_path(name), status_code=308)
         try:
-            result = self.mirror.get_documents([name], offline=self._offline())
+            result = self.mirror.get_documents([name], self._mode())
         except (NotCached, NotFound):
             return self._not_found(request, name, None)
         doc, served = result.documents[0], result.served[0]
@@ -157,7 +158,7 @@ class _Pages:
         )
         # One batched lookup answers "is it mirrored?" for every link on the page.
         wanted = web_links.all_candidates(body.hrefs, base_uri)[:MAX_LINK_LOOKUP]
-        existing = frozenset(self.mirror.store.get_many(wanted)) if wanted else frozenset()
+        existing = self.mirror.cached_names(wanted)
         hosts = self.mirrored_hosts()
         html = body.render(
             lambda href: web_links.classify(href, base_uri, existing, hosts, current=name)
@@ -185,12 +186,12 @@ class _Pages:
             return page("search.html", q="", result=None, hits=[], section="search")
         try:
             result = self.mirror.search_documents(
-                q, page_size=self.options.page_size, page_token=token, offline=self._offline()
+                q, page_size=self.options.page_size, page_token=token, mode=self._mode()
             )
         except InvalidInput as exc:
             return page("search.html", 400, q=q, result=None, hits=[], error=exc)
         parents = list(dict.fromkeys(chunk.parent for chunk in result.page.results))
-        mirrored = frozenset(self.mirror.store.get_many(parents)) if parents else frozenset()
+        mirrored = self.mirror.cached_names(parents)
         hits = [
             {
                 "name": chunk.parent,
@@ -221,25 +222,24 @@ class _Pages:
     @_errors
     def status(self, request: Request) -> Response:
         now = self.mirror.clock()
-        stats = self.mirror.stats()
+        health = self.mirror.health()
         ages = web_views.age_buckets(self.mirror.list_documents(), now)
-        store = self.mirror.store
-        settings = self.mirror.settings
+        store = health.store
         info = [
             ("Store", store.url),
-            ("Database", store.engine.dialect.name),
-            *([("SQLite library", sqlite3.sqlite_version)] if store.journal_mode() else []),
-            ("Journal mode", store.journal_mode() or "—"),
-            ("Schema revision", store.revision() or "—"),
-            ("Local search index", "yes" if store.has_search_index() else "no"),
-            ("Upstream", _public_url(settings.upstream) + f" ({settings.transport})"),
-            ("API key", "configured" if settings.api_key else "not configured"),
-            ("Offline mode", "on" if settings.offline else "off"),
+            ("Database", store.dialect),
+            *([("SQLite library", health.sqlite_version)] if store.dialect == "sqlite" else []),
+            ("Journal mode", store.journal_mode or "—"),
+            ("Schema revision", store.revision or "—"),
+            ("Local search index", "yes" if store.search_index else "no"),
+            ("Upstream", _public_url(health.upstream) + f" ({health.transport})"),
+            ("API key", "configured" if health.api_key_set else "not configured"),
+            ("Offline mode", "on" if health.offline else "off"),
             ("Browser may fetch", "yes" if self.options.allow_fetch else "no (offline only)"),
         ]
         return page(
             "status.html",
-            stats=stats,
+            stats=health.stats,
             ages=ages,
             buckets=[label for label, _ in web_views.AGE_BUCKETS],
             chart=web_views.age_chart(ages),

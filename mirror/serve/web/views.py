@@ -8,9 +8,8 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 from ... import names as naming
-from ...models import data_source_of
+from ...models import Summary, data_source_of
 from ...search.snippets import plain_text
-from ...store.store import Summary
 
 DAY = 86400.0
 # Upper bounds (seconds since fetch) of the age buckets; the last bucket is open-ended.
