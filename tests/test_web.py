@@ -452,7 +452,8 @@ def test_wheel_ships_templates_and_static(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         members = set(archive.namelist())
     shipped = {
-        f"mirror/serve/web/templates/{p.name}" for p in (root / "mirror/serve/web/templates").iterdir()
+        f"mirror/serve/web/templates/{p.name}"
+        for p in (root / "mirror/serve/web/templates").iterdir()
     }
     shipped |= {f"mirror/serve/web/static/{p.name}" for p in STATIC_DIR.iterdir()}
     assert shipped <= members and "mirror/serve/web/routes.py" in members
