@@ -12,7 +12,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from bench.common import english_corpus, median, ms, pct, timed
+from bench.common import add_corpus_option, english_corpus, median, ms, pct, timed
 from mirror.config import Settings
 from mirror.service import Mirror
 
@@ -21,11 +21,13 @@ def main() -> None:
     """Build a store from the corpus, then time both paths on the same random draws."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2000)
+    add_corpus_option(parser)
     args = parser.parse_args()
+    corpus = english_corpus(args.corpus)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.sqlite3"
         mirror = Mirror(Settings(db_url=f"sqlite:///{db}", offline=True))
-        mirror.import_file(english_corpus())
+        mirror.import_file(corpus)
         names = [s.name for s in mirror.list_documents()]
         rng = random.Random(42)
         draws = [rng.sample(names, 20) for _ in range(args.rounds)]

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import english_corpus, median
+from bench.common import add_corpus_option, english_corpus, median
 from mirror.config import Settings
 from mirror.records import read_documents
 from mirror.search.chunking import chunk_markdown
@@ -82,8 +82,9 @@ def main() -> None:
     """Time the three imports into fresh stores, alternating, and print rates and ratios."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
+    add_corpus_option(parser)
     args = parser.parse_args()
-    corpus = english_corpus()
+    corpus = english_corpus(args.corpus)
     doc_rows, chunk_rows, fts_rows = prepared_rows(corpus)
     count = len(doc_rows)
     ours_t, same_t, docs_t = [], [], []

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection
 
-from bench.common import corpus_dir, ms, pct
+from bench.common import add_corpus_option, corpus_file, ms, pct
 from mirror.models import Document
 from mirror.records import read_documents
 from mirror.store import index
@@ -39,11 +39,11 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
 BARE = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts) LIMIT 5"
 
 
-def corpus() -> list[Document]:
-    """The English Chrome and TensorFlow corpus files as Documents."""
-    folder = corpus_dir()
+def corpus(directory: str | None = None) -> list[Document]:
+    """The English Chrome and TensorFlow corpus files (see bench.common.corpus_file) as Documents."""
     names = ("developer.chrome.com-en.jsonl.gz", "tensorflow.org.jsonl.gz")
-    return [doc for name in names for doc in read_documents(folder / name)]
+    paths = [corpus_file(name, directory) for name in names]  # all present before any reading
+    return [doc for path in paths for doc in read_documents(path)]
 
 
 def _no_index(conn: Connection, docs: Iterable[Document]) -> int:
@@ -207,8 +207,9 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=50_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--dir", type=Path, default=None, help="where the temporary stores go")
+    add_corpus_option(parser)
     args = parser.parse_args()
-    real = corpus()
+    real = corpus(args.corpus)
     megabytes = sum(len((d.content or "").encode()) for d in real) / 1e6
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         plain = build(f"sqlite:///{tmp}/plain.sqlite3", real, indexed=False)

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import httpx
 
-from bench.common import english_corpus, median, ms, pct, timed
+from bench.common import add_corpus_option, english_corpus, median, ms, pct, timed
 from mirror.config import Settings
 from mirror.service import Mirror
 
@@ -86,12 +86,14 @@ def main() -> None:
     """Fill a store from the corpus, serve it, then time the four paths on the same draws."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=500)
+    add_corpus_option(parser)
     args = parser.parse_args()
+    corpus = english_corpus(args.corpus)
     warm = 30
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.sqlite3"
         mirror = Mirror(Settings(db_url=f"sqlite:///{db}", offline=True))
-        mirror.import_file(english_corpus())
+        mirror.import_file(corpus)
         names = [s.name for s in mirror.list_documents()]
         rng = random.Random(42)
         draws = [rng.sample(names, 20) for _ in range(args.rounds + warm)]

@@ -17,9 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.bench_search import Synthetic, build, corpus
+from bench.common import add_corpus_option
 from mirror.config import Settings
 from mirror.service import Mirror
-from mirror.snapshots.format import COMPRESSLEVEL, verify
+from mirror.snapshots.format import COMPRESSLEVEL
+from mirror.snapshots.read import verify
 
 
 def best_of(runs: int, func: Callable[[], object]) -> float:
@@ -69,8 +71,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=3, help="best of this many timings")
+    add_corpus_option(parser)
     args = parser.parse_args()
-    real = corpus()
+    real = corpus(args.corpus)
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'corpus.sqlite3'}"
         build(url, real, indexed=False)

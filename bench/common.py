@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
@@ -11,18 +12,40 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def corpus_dir() -> Path:
-    """shared/corpus beside the checkout, or DK_MIRROR_CORPUS_DIR."""
-    override = os.environ.get("DK_MIRROR_CORPUS_DIR")
-    path = Path(override) if override else ROOT.parent / "shared" / "corpus"
-    if not path.is_dir():
-        raise SystemExit(f"corpus not found at {path}; set DK_MIRROR_CORPUS_DIR")
+CORPUS_ENV = "DK_MIRROR_CORPUS_DIR"
+
+
+def add_corpus_option(parser: argparse.ArgumentParser) -> None:
+    """Add --corpus DIR, the folder of the shared corpus."""
+    parser.add_argument(
+        "--corpus",
+        metavar="DIR",
+        help=f"the shared corpus folder (default: ${CORPUS_ENV}, else ../shared/corpus)",
+    )
+
+
+def corpus_file(name: str, directory: str | Path | None = None) -> Path:
+    """A corpus file: in `directory` (--corpus), else $DK_MIRROR_CORPUS_DIR, else shared/corpus
+    beside the checkout. Exits with what is missing and how to point at it, never a traceback."""
+    if directory:
+        folder, source = Path(directory), "--corpus"
+    elif os.environ.get(CORPUS_ENV):
+        folder, source = Path(os.environ[CORPUS_ENV]), f"${CORPUS_ENV}"
+    else:
+        folder, source = ROOT.parent / "shared" / "corpus", "the default, beside the checkout"
+    path = folder / name
+    if not path.is_file():
+        raise SystemExit(
+            f"bench: corpus file {name} not found in {folder} ({source}).\n"
+            f"The benchmarks read the shared corpus (JSON Lines of Document records); point at "
+            f"its folder with --corpus DIR or {CORPUS_ENV}=DIR. The tests need none of it."
+        )
     return path
 
 
-def english_corpus() -> Path:
+def english_corpus(directory: str | Path | None = None) -> Path:
     """The ~2,000-document developer.chrome.com English corpus file."""
-    return corpus_dir() / "developer.chrome.com-en.jsonl.gz"
+    return corpus_file("developer.chrome.com-en.jsonl.gz", directory)
 
 
 def timed(func: Callable[[], object], repeat: int) -> list[float]:

@@ -1,7 +1,8 @@
-"""Pytest fixtures around the upstream emulator, and a loader for the shared real-docs corpus.
+"""Pytest fixtures around the upstream emulator, and a loader for the tests' real-docs corpus.
 
-The corpus lives in ``shared/corpus`` beside the repository checkout (one gzipped JSON Document
-per line); set ``DK_MIRROR_CORPUS_DIR`` to point elsewhere.
+The corpus is ``tests/data/corpus/``: a small subset of the shared corpus, with the same file
+names (one gzipped JSON Document per line), made by ``tests/data/make_corpus_subset.py``. Tests
+read only this copy, never ``DK_MIRROR_CORPUS_DIR`` (that is bench/'s), so a clone passes alone.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import functools
 import gzip
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,13 +21,7 @@ if __package__:
 else:  # loaded as a top-level module (pytest's rootdir-relative import of tests/)
     from emulator import Emulator
 
-CORPUS_ENV = "DK_MIRROR_CORPUS_DIR"
-
-
-def corpus_dir() -> Path:
-    """The corpus folder: $DK_MIRROR_CORPUS_DIR, else shared/corpus beside the checkout."""
-    override = os.environ.get(CORPUS_ENV)
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CORPUS_DIR = Path(__file__).resolve().parent / "data" / "corpus"
 
 
 @functools.cache
@@ -39,12 +33,9 @@ def _load(path: Path) -> tuple[dict[str, Any], ...]:
 def corpus_documents(source: str | None = None) -> list[dict[str, Any]]:
     """Corpus records (fresh dicts, file order); `source` is a file stem such as "tensorflow.org"
     or "developer.chrome.com-en", None for every file."""
-    folder = corpus_dir()
-    paths = [folder / f"{source}.jsonl.gz"] if source else sorted(folder.glob("*.jsonl.gz"))
+    paths = [CORPUS_DIR / f"{source}.jsonl.gz"] if source else sorted(CORPUS_DIR.glob("*.jsonl.gz"))
     if not paths or not all(p.is_file() for p in paths):
-        raise FileNotFoundError(
-            f"no corpus file {source or '*'}.jsonl.gz in {folder} (set ${CORPUS_ENV})"
-        )
+        raise FileNotFoundError(f"no corpus file {source or '*'}.jsonl.gz in {CORPUS_DIR}")
     return [dict(record) for path in paths for record in _load(path)]
 
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.emulator import Emulator, Fault
-from tests.emulator_fixtures import corpus_documents
 
 # The `emulator` fixture comes from tests/emulator_fixtures.py (a plugin of tests/conftest.py).
 
@@ -271,18 +268,6 @@ def test_put_and_remove(small: Emulator) -> None:
         assert three["dataSource"] == "c.dev" and three["updateTime"] == "2026-05-05T00:00:00Z"
         small.remove("documents/a.dev/one")
         assert client.get("/v1/documents/a.dev/one").status_code == 404
-
-
-def test_corpus_loader_honours_the_env_override(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    record = {"name": "documents/z.dev/a", "uri": "https://z.dev/a", "content": "x"}
-    with gzip.open(tmp_path / "z.dev.jsonl.gz", "wt", encoding="utf-8") as out:
-        out.write(json.dumps(record) + "\n")
-    monkeypatch.setenv("DK_MIRROR_CORPUS_DIR", str(tmp_path))
-    assert corpus_documents() == [record] == corpus_documents("z.dev")
-    with pytest.raises(FileNotFoundError):
-        corpus_documents("missing")
 
 
 # -- faults ----------------------------------------------------------------------------------------

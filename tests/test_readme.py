@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,8 +94,43 @@ def test_every_command_and_option_shown_exists():
 
 
 def test_environment_variables_in_readme_are_the_ones_the_code_reads():
+    from bench.common import CORPUS_ENV
     from mirror import config
 
     documented = set(re.findall(r"`((?:DK_MIRROR|DEVELOPER_KNOWLEDGE)_[A-Z_]+)", README))
     in_code = {v for k, v in vars(config).items() if k.startswith("ENV_")}
-    assert documented == in_code
+    assert documented == in_code | {CORPUS_ENV}  # the last is bench/'s
+
+
+# A path the README names inside the repository: it starts at a top-level folder, not after
+# a host name (`developer.chrome.com/tests/x`) or another word. `../` is caught to be refused.
+_REPO_PATH = re.compile(r"(?<![\w./-])((?:\.\./|\.ci/|mirror/|tests/|bench/|migrations/)[\w./*-]*)")
+
+
+def test_every_repository_path_named_exists_in_a_clone():
+    named = {m.rstrip(".,") for m in _REPO_PATH.findall(README)}
+    assert {"tests/emulator.py", ".ci/check"} <= named  # the pattern finds what it should
+    outside = sorted(p for p in named if p.startswith("../"))
+    assert not outside, f"README points outside the repository, which a clone lacks: {outside}"
+    missing = sorted(p for p in named if not any(ROOT.glob(p.rstrip("/"))))
+    assert not missing, f"README names paths the repository does not have: {missing}"
+    # Committed, not just present here: a clone holds only what git tracks.
+    git = shutil.which("git")
+    listed = git and subprocess.run(
+        [git, "-C", str(ROOT), "ls-files"], capture_output=True, text=True
+    )
+    tracked = listed.stdout.splitlines() if listed and listed.returncode == 0 else []
+    if tracked:  # else no git, or not a checkout: existence above is all that can be checked
+        untracked = sorted(
+            p
+            for p in named
+            if not any(t == p or t.startswith(p.rstrip("/") + "/") for t in tracked)
+        )
+        assert not untracked, f"README names paths git does not track: {untracked}"
+
+
+def test_every_benchmark_shown_exists():
+    shown = re.findall(r"python3 -m (bench\.\w+)", README)
+    assert len(shown) >= 5
+    for module in shown:
+        assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), module
