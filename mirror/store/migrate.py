@@ -19,7 +19,13 @@ from .engine import WRITE
 
 
 def script_location() -> Path:
-    """The migrations folder: packaged as `mirror.migrations`, or `migrations/` in a checkout."""
+    """The migrations folder: `migrations/` beside the package in a checkout, else the packaged
+    `mirror.migrations` of an installed wheel."""
+    # A checkout run from its own folder (PYTHONPATH, a clone) must use its own revisions, not
+    # those an editable install of another checkout maps `mirror.migrations` to.
+    checkout = Path(__file__).resolve().parents[2] / "migrations"
+    if (checkout / "env.py").is_file():
+        return checkout
     # Imported by name: setuptools maps the top-level migrations/ folder to this package.
     packaged = importlib.import_module("mirror.migrations")
     return Path(str(packaged.__file__)).parent
