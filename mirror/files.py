@@ -11,13 +11,15 @@ from typing import BinaryIO
 
 
 @contextlib.contextmanager
-def atomic_file(target: Path) -> Iterator[BinaryIO]:
+def atomic_file(target: Path, *, make_parents: bool = False) -> Iterator[BinaryIO]:
     """A binary file that appears at `target` only when the block succeeds, fsynced first.
 
     The temp file sits beside the target (so the rename is atomic) under a random name (so two
-    writers never share one); on any failure, Ctrl-C included, it is removed.
+    writers never share one); on any failure, Ctrl-C included, it is removed. A missing folder
+    is an error unless `make_parents` (a mistyped output path should not grow folders).
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if make_parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     # os.open (not mkstemp) so the umask decides the permissions, as for any file we write.
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
@@ -34,9 +36,9 @@ def atomic_file(target: Path) -> Iterator[BinaryIO]:
     _fsync_dir(target.parent)
 
 
-def write_atomic(target: Path, text: str) -> None:
+def write_atomic(target: Path, text: str, *, make_parents: bool = False) -> None:
     """Write `text` (UTF-8, `\\n` line ends) to `target` atomically and durably."""
-    with atomic_file(target) as out:
+    with atomic_file(target, make_parents=make_parents) as out:
         out.write(text.encode("utf-8"))
 
 

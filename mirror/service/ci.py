@@ -280,7 +280,7 @@ def export_markdown(ctx: Context, root: Path, *, prefix: str | None = None) -> i
     for doc in ctx.store.iter_documents(prefix=prefix):
         relative = mdpaths.relative_path(doc.name)
         target = mdpaths.check_inside(root, relative)
-        write_atomic(target, mdpaths.front_matter(doc) + (doc.content or ""))
+        write_atomic(target, mdpaths.front_matter(doc) + (doc.content or ""), make_parents=True)
         entries.append((doc.name, doc.title, relative))
     write_atomic(root / mdpaths.INDEX, mdpaths.index_markdown(entries))
     return len(entries)
