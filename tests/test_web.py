@@ -217,6 +217,19 @@ def test_document_content_and_title_are_inert(client: TestClient) -> None:
     assert page.rstrip().endswith("</html>") and page.count("</main>") == 1
 
 
+def test_a_document_uri_becomes_a_link_only_when_it_is_http(web_mirror: Mirror) -> None:
+    name = f"{CHROME}/mv3/bad-uri"
+    doc = Document(name=name, uri="javascript:alert(document.domain)", content="[rel](other)")
+    web_mirror.store.put([doc.with_derived_fields()], fetched_at=NOW, upstream="sample")
+    page = make_client(web_mirror).get(f"/doc/{name[10:]}").text
+    assert 'href="javascript:' not in page.lower()
+    assert "<dd><code>javascript:alert(document.domain)</code></dd>" in page  # shown as text
+    # Its relative links resolve against the name's own https address instead.
+    assert 'href="https://developer.chrome.com/docs/extensions/mv3/other"' in page
+    good = make_client(web_mirror).get(f"/doc/{CHROME[10:]}/mv3/a11y").text
+    assert 'class="external" href="https://developer.chrome.com/docs/extensions/mv3/a11y"' in good
+
+
 def test_template_tags_render_as_plain_boxes(client: TestClient) -> None:
     page = client.get(f"/doc/{HOSTILE[10:]}").text
     assert '<aside class="tpl tpl-aside tpl-caution"><p class="tpl-label">Caution</p>' in page
@@ -452,7 +465,8 @@ def test_wheel_ships_templates_and_static(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         members = set(archive.namelist())
     shipped = {
-        f"mirror/serve/web/templates/{p.name}" for p in (root / "mirror/serve/web/templates").iterdir()
+        f"mirror/serve/web/templates/{p.name}"
+        for p in (root / "mirror/serve/web/templates").iterdir()
     }
     shipped |= {f"mirror/serve/web/static/{p.name}" for p in STATIC_DIR.iterdir()}
     assert shipped <= members and "mirror/serve/web/routes.py" in members

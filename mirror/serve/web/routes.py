@@ -151,7 +151,8 @@ class _Pages:
         except (NotCached, NotFound):
             return self._not_found(request, name, None)
         doc, served = result.documents[0], result.served[0]
-        base_uri = doc.uri or naming.uri_of(name)
+        # Relative links resolve against the page's address, and only a web address will do.
+        base_uri = doc.uri if web_links.is_web_url(doc.uri) else naming.uri_of(name)
         body = web_sanitize.parse(
             web_markdown.render(web_views.without_title(doc.content or "", doc.title))
         )
