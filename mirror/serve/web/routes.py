@@ -20,8 +20,9 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ... import names as naming
-from ...errors import InvalidInput, MirrorError, NotCached, NotFound, UpstreamError
+from ...errors import InvalidInput, MirrorError, NotCached, NotFound
 from ...search.snippets import best_window, plain_text
+from ..api_errors import scrub, status_of
 from . import links as web_links
 from . import markdown_html as web_markdown
 from . import sanitize as web_sanitize
@@ -73,16 +74,18 @@ def web_routes(mirror: Mirror, options: object = None) -> list[BaseRoute]:
 def _errors(
     handler: Callable[[_Pages, Request], Response],
 ) -> Callable[[_Pages, Request], Response]:
-    """Turn a MirrorError into an error page (messages never carry the API key)."""
+    """Turn a MirrorError into an error page with the status REST and MCP give it too."""
 
     def wrapped(self: _Pages, request: Request) -> Response:
         try:
             return handler(self, request)
         except MirrorError as exc:
-            status = 400 if isinstance(exc, InvalidInput) else 500
-            if isinstance(exc, UpstreamError):
-                status = 502
-            return page("error.html", status, code=status, error=exc)
+            status, _code = status_of(exc)
+            # Messages never carry the API key; scrub is the same backstop REST and MCP use.
+            secret = self.mirror.settings.api_key
+            hint = scrub(exc.hint, secret) if exc.hint else None
+            shown = MirrorError(scrub(exc.message, secret), hint=hint)
+            return page("error.html", status, code=status, error=shown)
 
     return wrapped
 
