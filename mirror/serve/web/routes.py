@@ -1,7 +1,8 @@
 """The offline docs browser: server-rendered pages over `Mirror`, no JavaScript, no CDN.
 
-`web_routes(mirror, options)` returns the routes; `serve/app.py` mounts them at `/`. Every
-handler is a plain function (Starlette runs it in its thread pool, as Mirror calls block).
+`web_routes(mirror, WebOptions(...))` returns the routes; `serve/app.py` builds the options
+from its ServeOptions and mounts them at `/`. Every handler is a plain function (Starlette
+runs it in its thread pool, as Mirror calls block).
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
@@ -45,21 +46,10 @@ class WebOptions:
     allow_fetch: bool = False  # pages may fetch misses (documents, search) from upstream
     page_size: int = 10  # search results per page
 
-    @classmethod
-    def of(cls, value: object) -> WebOptions:
-        """Options from a WebOptions, a dict with its keys, serve's ServeOptions, or None."""
-        if value is None or isinstance(value, WebOptions):
-            return value or cls()
-        if isinstance(value, Mapping):
-            known = {f.name for f in fields(cls)}
-            return cls(**{k: v for k, v in value.items() if k in known})
-        # ServeOptions (serve/options.py): `fetches` is its final say on contacting upstream.
-        return cls(allow_fetch=bool(getattr(value, "fetches", False)))
 
-
-def web_routes(mirror: Mirror, options: object = None) -> list[BaseRoute]:
+def web_routes(mirror: Mirror, options: WebOptions) -> list[BaseRoute]:
     """The browser's routes: /, /browse/, /doc/{name}, /search, /status and /static."""
-    pages = _Pages(mirror, WebOptions.of(options))
+    pages = _Pages(mirror, options)
     return [
         Route("/", pages.home, methods=["GET", "HEAD"], name="web_home"),
         Route("/browse", pages.browse_root, methods=["GET", "HEAD"]),
