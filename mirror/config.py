@@ -27,6 +27,22 @@ ENV_SEARCH_RATE = "DK_MIRROR_SEARCH_PER_MINUTE"
 ENV_ANSWERS_PER_DAY = "DK_MIRROR_ANSWERS_PER_DAY"
 # Bearer token `dk-mirror serve` requires of every request (required off loopback).
 ENV_SERVE_TOKEN = "DK_MIRROR_SERVE_TOKEN"
+# Every environment variable dk-mirror reads: the README documents exactly these, and the
+# tests clear them all so a developer's own settings never leak into a run.
+ENV_VARS = (
+    ENV_HOME,
+    ENV_DB,
+    ENV_UPSTREAM,
+    ENV_TRANSPORT,
+    ENV_OFFLINE,
+    ENV_STRICT_OFFLINE,
+    ENV_API_KEY,
+    ENV_MAX_AGE,
+    ENV_GET_RATE,
+    ENV_SEARCH_RATE,
+    ENV_ANSWERS_PER_DAY,
+    ENV_SERVE_TOKEN,
+)
 
 GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"
 

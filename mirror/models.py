@@ -104,12 +104,6 @@ class Document:
         """This document in DOCUMENT_VIEW_BASIC: metadata only."""
         return replace(self, content=None, view=View.BASIC.value)
 
-    def in_view(self, view: View) -> Document:
-        """This document as upstream would return it in `view`."""
-        if view is View.BASIC:
-            return self.basic()
-        return replace(self, view=view.value) if self.view else self
-
     def with_derived_fields(self) -> Document:
         """Fill what can be derived when a source omits it (dataSource, contentLengthBytes)."""
         data_source = self.data_source or data_source_of(self.name)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror.config import Settings
+from mirror.config import ENV_HOME, ENV_VARS, Settings
 from mirror.service import Mirror
 
 pytest_plugins = ["tests.emulator_fixtures", "tests.serve_fixtures", "tests.upstream_fixtures"]
@@ -18,20 +18,9 @@ CANARY_KEY = "AIzaCANARY-5f3c9e1d-never-leak-this-key"
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's settings, key or store; the default home is a temp dir."""
-    for var in (
-        "DK_MIRROR_DB",
-        "DK_MIRROR_UPSTREAM",
-        "DK_MIRROR_TRANSPORT",
-        "DK_MIRROR_OFFLINE",
-        "DK_MIRROR_MAX_AGE",
-        "DK_MIRROR_GET_PER_MINUTE",
-        "DK_MIRROR_SEARCH_PER_MINUTE",
-        "DK_MIRROR_ANSWERS_PER_DAY",
-        "DEVELOPER_KNOWLEDGE_API_KEY",
-        "DK_MIRROR_SERVE_TOKEN",
-    ):
+    for var in ENV_VARS:  # every variable the code reads, API key included
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("DK_MIRROR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(ENV_HOME, str(tmp_path / "home"))
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.emulator import Emulator, Fault
+from tests.emulator_mcp import TOOLS_LIST_FILE
 
 # The `emulator` fixture comes from tests/emulator_fixtures.py (a plugin of tests/conftest.py).
 
@@ -422,7 +423,10 @@ def strip_descriptions(schema: Any) -> Any:
 
 def test_tools_list_matches_the_reference(http: httpx.Client) -> None:
     with httpx.Client(base_url=http.base_url) as anonymous:  # no key needed to list tools
-        tools = {t["name"]: t for t in rpc(anonymous, "tools/list").json()["result"]["tools"]}
+        result = rpc(anonymous, "tools/list").json()["result"]
+    # The emulator serves the captured payload file verbatim; the checks below read it too.
+    assert result == json.loads(TOOLS_LIST_FILE.read_text(encoding="utf-8"))
+    tools = {t["name"]: t for t in result["tools"]}
     assert list(tools) == ["search_documents", "answer_query", "get_documents"]
     for name, tool in tools.items():
         assert tool["inputSchema"] == INPUT_SCHEMAS[name]

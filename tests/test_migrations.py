@@ -98,11 +98,10 @@ def test_search_index_migration_backfills_stored_documents(tmp_path: Path) -> No
     store = Store.open(url)
     try:
         assert store.revision() == SCHEMA_REVISION
-        assert [h.name for h in store.search_local("walrus fish")] == ["documents/a.example/x"]
-        assert (
-            store.chunk_text("documents/a.example/x", "c0")
-            == "# Walrus care\n\nFeed the walrus fish."
-        )
+        hits = store.search_local("walrus fish")
+        assert [(h.name, h.chunk_id, h.text) for h in hits] == [
+            ("documents/a.example/x", "c0", "# Walrus care\n\nFeed the walrus fish.")
+        ]
     finally:
         store.close()
 

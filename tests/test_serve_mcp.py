@@ -17,11 +17,20 @@ import jsonschema
 import pytest
 
 from tests.conftest import stored
-from tests.emulator_mcp import TOOLS
+from tests.emulator_mcp import TOOLS, TOOLS_LIST_FILE
 
 TF = ["documents/www.tensorflow.org/hub/caching", "documents/www.tensorflow.org/hub/installation"]
 SAMPLE = "documents/developer.chrome.com/docs/extensions/migrating"
 REFERENCE = {tool["name"]: tool for tool in TOOLS}
+
+
+def test_the_package_copy_of_the_tools_is_the_captured_payload() -> None:
+    # mirror/serve/tool_schemas.py keeps its own copy (an installed package cannot read
+    # tests/); it must stay the capture in tests/data, key order included.
+    from mirror.serve.tool_schemas import TOOLS as PACKAGE_TOOLS
+
+    captured = json.loads(TOOLS_LIST_FILE.read_text(encoding="utf-8"))["tools"]
+    assert json.dumps(PACKAGE_TOOLS) == json.dumps(captured)
 
 
 def listed(tools: Any) -> dict[str, dict[str, Any]]:

@@ -95,9 +95,9 @@ def web_mirror(db_url: str) -> Iterator[Mirror]:
     mirror.close()
 
 
-def make_client(mirror: Mirror, options: Any = None) -> TestClient:
+def make_client(mirror: Mirror, options: WebOptions | None = None) -> TestClient:
     """A TestClient for an app made only of the browser's routes."""
-    return TestClient(Starlette(routes=web_routes(mirror, options)))
+    return TestClient(Starlette(routes=web_routes(mirror, options or WebOptions())))
 
 
 @pytest.fixture
@@ -217,6 +217,19 @@ def test_document_content_and_title_are_inert(client: TestClient) -> None:
     assert page.rstrip().endswith("</html>") and page.count("</main>") == 1
 
 
+def test_a_document_uri_becomes_a_link_only_when_it_is_http(web_mirror: Mirror) -> None:
+    name = f"{CHROME}/mv3/bad-uri"
+    doc = Document(name=name, uri="javascript:alert(document.domain)", content="[rel](other)")
+    seed(web_mirror, [doc.with_derived_fields()], fetched_at=NOW, upstream="sample")
+    page = make_client(web_mirror).get(f"/doc/{name[10:]}").text
+    assert 'href="javascript:' not in page.lower()
+    assert "<dd><code>javascript:alert(document.domain)</code></dd>" in page  # shown as text
+    # Its relative links resolve against the name's own https address instead.
+    assert 'href="https://developer.chrome.com/docs/extensions/mv3/other"' in page
+    good = make_client(web_mirror).get(f"/doc/{CHROME[10:]}/mv3/a11y").text
+    assert 'class="external" href="https://developer.chrome.com/docs/extensions/mv3/a11y"' in good
+
+
 def test_template_tags_render_as_plain_boxes(client: TestClient) -> None:
     page = client.get(f"/doc/{HOSTILE[10:]}").text
     assert '<aside class="tpl tpl-aside tpl-caution"><p class="tpl-label">Caution</p>' in page
@@ -310,7 +323,7 @@ def test_search_highlights_matches_and_shows_the_source(client: TestClient) -> N
 
 
 def test_search_pages_follow_next_page_tokens(web_mirror: Mirror) -> None:
-    client = make_client(web_mirror, {"page_size": 2})
+    client = make_client(web_mirror, WebOptions(page_size=2))
     first = client.get("/search?q=manifest").text
     next_url = re.search(r'<a href="(/search\?[^"]+)" rel="next">', first)
     assert next_url, "expected a next-page link"
@@ -392,13 +405,30 @@ def test_the_offline_get_path_never_imports_the_web_stack(tmp_path: Path) -> Non
     assert run.stdout.strip().splitlines()[-1] == "[]", run.stdout + run.stderr
 
 
-def test_options_accept_dicts_and_serve_options() -> None:
-    assert WebOptions.of(None) == WebOptions()
-    assert WebOptions.of({"allow_fetch": True, "other": 1}).allow_fetch
+@pytest.mark.parametrize(
+    ("options", "status"),
+    [
+        ({}, 404),
+        ({"allow_fetch": True}, 200),
+        ({"allow_fetch": True, "mode": "live"}, 200),
+        ({"mode": "offline"}, 404),
+    ],
+)
+def test_serve_lets_the_browser_fetch_only_when_serve_fetches(
+    web_mirror: Mirror, emulator: Any, options: dict[str, Any], status: int
+) -> None:
+    from mirror.serve.app import browser_routes
     from mirror.serve.options import ServeOptions
 
-    assert WebOptions.of(ServeOptions(allow_fetch=True)).allow_fetch
-    assert not WebOptions.of(ServeOptions()).allow_fetch
+    stored = {s.name for s in web_mirror.list_documents()}
+    wanted = next(d["name"] for d in corpus_documents("tensorflow.org") if d["name"] not in stored)
+    settings = Settings(
+        db_url=web_mirror.settings.db_url, upstream=emulator.base_url, api_key="test-key"
+    )
+    with Mirror(settings) as online:
+        routes = browser_routes(online, ServeOptions(**options))
+        page = TestClient(Starlette(routes=routes)).get(web_links.doc_path(wanted))
+        assert page.status_code == status
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,7 @@
-"""The mirror's exception tree as Google-style errors: REST JSON bodies and MCP tool errors.
+"""The mirror's exception tree as Google-style errors: REST JSON bodies, MCP tool errors, pages.
+
+`STATUS_TABLE` below is the one map from the error tree (mirror/errors.py) to an HTTP status
+and google.rpc code; the REST API, the MCP tools and the browser's error pages all read it:
 
     InvalidInput, BadRequest          400 INVALID_ARGUMENT
     NotCached (miss, not fetching)    404 NOT_FOUND   names the nearest cached documents
@@ -26,6 +29,7 @@ from mcp_types import CallToolResult, TextContent
 from ..errors import (
     STATUS_BY_HTTP,
     BadRequest,
+    ConfigError,
     InvalidInput,
     MirrorError,
     NotCached,
@@ -61,20 +65,30 @@ def make(status: int, message: str) -> ApiError:
     return ApiError(status, STATUS_BY_HTTP.get(status, "UNKNOWN"), message)
 
 
-def _status_of(exc: MirrorError) -> int:
-    if isinstance(exc, InvalidInput | BadRequest):
-        return 400
-    if isinstance(exc, NotCached | NotFound):
-        return 404
-    if isinstance(exc, QuotaExceeded):
-        return 429
-    if isinstance(exc, Unavailable):
-        return 503
-    if isinstance(exc, StoreError):
-        return 500
-    # AuthError, PermissionDenied, ProtocolError, ConfigError: the mirror's own upstream (or
-    # setup) failed; the caller's request and credentials are fine, and a retry will not help.
-    return 502
+# Most specific class first: the first row `exc` is an instance of gives its status and code.
+STATUS_TABLE: tuple[tuple[type[MirrorError], int, str], ...] = (
+    (InvalidInput, 400, "INVALID_ARGUMENT"),  # and InvalidName
+    (BadRequest, 400, "INVALID_ARGUMENT"),
+    (NotCached, 404, "NOT_FOUND"),
+    (NotFound, 404, "NOT_FOUND"),
+    (QuotaExceeded, 429, "RESOURCE_EXHAUSTED"),
+    (Unavailable, 503, "UNAVAILABLE"),
+    (StoreError, 500, "INTERNAL"),  # and SchemaError
+    # AuthError, PermissionDenied, ProtocolError; ConfigError and NetworkForbidden: the
+    # mirror's own upstream (or setup) failed; the caller's request and credentials are fine,
+    # and a retry will not help.
+    (UpstreamError, 502, "UNAVAILABLE"),
+    (ConfigError, 502, "UNAVAILABLE"),
+    (MirrorError, 500, "INTERNAL"),
+)
+
+
+def status_of(exc: MirrorError) -> tuple[int, str]:
+    """The HTTP status and google.rpc code name for `exc`, from `STATUS_TABLE`."""
+    for kind, status, code in STATUS_TABLE:
+        if isinstance(exc, kind):
+            return status, code
+    raise AssertionError("unreachable: MirrorError is the table's last row")
 
 
 def from_exception(exc: BaseException, *, secret: str | None = None) -> ApiError:
@@ -82,14 +96,14 @@ def from_exception(exc: BaseException, *, secret: str | None = None) -> ApiError
     if not isinstance(exc, MirrorError):
         log.exception("unexpected error while serving a request", exc_info=exc)
         return make(500, "internal error in dk-mirror; the server log has the details")
-    status = _status_of(exc)
+    status, code = status_of(exc)
     message = exc.message
     if status == 502:
         cause = "upstream failed" if isinstance(exc, UpstreamError) else "setup is unusable"
         message = f"this mirror's {cause}: {message}"
     if exc.hint:
         message = f"{message}\nhint: {exc.hint}"
-    return make(status, scrub(message, secret))
+    return ApiError(status, code, scrub(message, secret))
 
 
 def scrub(text: str, secret: str | None) -> str:

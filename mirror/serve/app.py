@@ -76,6 +76,9 @@ def transport_security(options: ServeOptions) -> TransportSecuritySettings:
 
 def browser_routes(mirror: Mirror, options: ServeOptions) -> list[BaseRoute]:
     """The docs browser's routes (home, tree, documents, search, status, static files)."""
-    from .web.routes import web_routes
+    from .web.routes import WebOptions, web_routes
 
-    return web_routes(mirror, {"allow_fetch": options.fetches})
+    # `fetches` is serve's final say on contacting upstream (the mode and --allow-fetch).
+    return web_routes(
+        mirror, WebOptions(allow_fetch=options.fetches, mode=options.request_mode)
+    )

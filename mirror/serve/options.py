@@ -33,7 +33,6 @@ TOKEN_HINT = (
     f"pass --token or set {ENV_SERVE_TOKEN} to a random secret of at least {MIN_TOKEN_LENGTH} "
     "characters, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 )
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 def is_loopback(host: str) -> bool:

@@ -2,7 +2,9 @@
 
 Names, descriptions, input and output schemas and annotations are the captured `tools/list`
 payload, verbatim, so an agent configured for Google's server works unchanged against a mirror.
-Data only; `mcp_tools.py` attaches the handlers.
+The capture itself is `tests/data/mcp_tools_list.json` (the emulator serves it); this is the
+package's own copy, as an installed package cannot read tests/, and a test keeps the two equal.
+Data only; `mcp_server.py` attaches the handlers.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ __all__ = [
     "LocalHit",
     "available",
     "changed",
-    "chunk_text",
     "match_expression",
     "query_terms",
     "reindex",
@@ -343,13 +342,3 @@ def search(
                 )
             )
     return hits
-
-
-def chunk_text(conn: Connection, name: str, chunk_id: str) -> str | None:
-    """The indexed text of chunk `chunk_id` of document `name`, or None."""
-    row = conn.exec_driver_sql(
-        f"SELECT f.body FROM chunks AS c JOIN {FTS_TABLE} AS f ON f.rowid = c.id "
-        "WHERE c.name = ? AND c.chunk_id = ?",
-        (name, chunk_id),
-    ).first()
-    return None if row is None else str(row[0])

@@ -121,16 +121,6 @@ class Recordings:
         cited = {r["name"]: r["sha256"] for r in json.loads(row[1])}
         return RecordedAnswer(Answer.from_api(json.loads(row[0])), cited, row[2], row[3])
 
-    def quota_used(self, bucket: str, period: str) -> int:
-        """Calls counted in `bucket` during `period` (e.g. a Pacific-time date)."""
-        with self.engine.connect() as conn:
-            used = conn.execute(
-                select(quota_usage.c.used).where(
-                    quota_usage.c.bucket == bucket, quota_usage.c.period == period
-                )
-            ).scalar()
-        return int(used or 0)
-
     def take_quota(self, bucket: str, period: str, limit: int) -> int | None:
         """Count one call if it fits under `limit`; returns the new count, or None if refused.
 

@@ -164,15 +164,6 @@ class Store:
         with conn.begin():  # one snapshot for the ranking and text lookups
             return index.search(conn, query, limit=limit, offset=offset, where=clause)
 
-    def chunk_text(self, name: str, chunk_id: str) -> str | None:
-        """The text of one indexed chunk, or None."""
-        if not self.has_search_index():
-            return None
-        with self.engine.connect() as conn:
-            from . import index
-
-            return index.chunk_text(conn, name, chunk_id)
-
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (SQLite with the index built)."""
         found: bool | None = getattr(self, "_has_index", None)

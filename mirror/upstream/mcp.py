@@ -1,4 +1,22 @@
-"""The MCP client: the upstream's tools over streamable HTTP, hand-written JSON-RPC 2.0."""
+"""The MCP client: the upstream's tools over streamable HTTP, hand-written JSON-RPC 2.0.
+
+Why not the `mcp` SDK's own client (`mcp.Client`), which `serve/` uses as a server and the
+tests use as a client:
+- It is async only (`async with Client(...)`), while every caller here (the CLI, `Mirror`,
+  the threads of `dk-mirror serve`) is synchronous; wrapping each call in an event loop
+  would cost a loop per call or a loop thread to share.
+- It opens a session per connection (a `server/discover` probe or the `initialize`
+  handshake before the first call). Google's endpoint answers `tools/call` without one,
+  so this client sends none until a server refuses with "session" in a 400/404, then
+  initializes once and keeps the session id.
+- Its requests go through its own HTTP stack (`httpx2`) with its own timeouts, outside
+  this mirror's retry policy (tenacity: attempt budget, deadline, Retry-After) and the
+  per-quota pacing every upstream call must pass through (`retry.py`, `pacing.py`).
+- The reply may be plain JSON or an SSE stream (`text/event-stream`); both are read here
+  under the same deadline, and a malformed body becomes a `ProtocolError`.
+- The API key travels only in the `X-Goog-Api-Key` header, set in one place
+  (`base.HttpUpstream`), so no SDK option can put it in a URL or a log line.
+"""
 
 from __future__ import annotations
 

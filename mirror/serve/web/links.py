@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import TypeGuard
 from urllib.parse import quote, urljoin, urlsplit
 
 from ... import names as naming
@@ -50,6 +51,14 @@ class Link:
     href: str | None
     kind: str  # "local", "missing", "external", "anchor" or "unsafe"
     name: str | None = None  # the document name, for local and missing links
+
+
+def is_web_url(url: object) -> TypeGuard[str]:
+    """Whether `url` may be written as a link: an absolute http(s) URL and nothing else."""
+    if not isinstance(url, str) or any(ord(c) < 0x20 or c == "\x7f" for c in url):
+        return False
+    parts = urlsplit(url)
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc) and url == url.strip()
 
 
 def doc_path(name: str) -> str:

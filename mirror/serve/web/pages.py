@@ -10,7 +10,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.responses import HTMLResponse
 
 from ...cli import render
-from .links import doc_path
+from .links import doc_path, is_web_url
 from .views import ago, browse_path, when
 
 HERE = Path(__file__).resolve().parent
@@ -45,6 +45,9 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(when=when, size=render.size, doc_path=doc_path, browse_path=browse_path)
+    # `is web_url`: a document's own fields (its `uri`) are data, and become a link only when
+    # they are http(s); a `javascript:` uri is shown as text.
+    env.tests.update(web_url=is_web_url)
     env.globals.update(ago=ago, nav=(*NAV, NAV_STATUS))
     return env
 

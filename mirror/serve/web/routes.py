@@ -1,15 +1,16 @@
 """The offline docs browser: server-rendered pages over `Mirror`, no JavaScript, no CDN.
 
-`web_routes(mirror, options)` returns the routes; `serve/app.py` mounts them at `/`. Every
-handler is a plain function (Starlette runs it in its thread pool, as Mirror calls block).
+`web_routes(mirror, WebOptions(...))` returns the routes; `serve/app.py` builds the options
+from its ServeOptions and mounts them at `/`. Every handler is a plain function (Starlette
+runs it in its thread pool, as Mirror calls block).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
@@ -19,9 +20,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ... import names as naming
-from ...errors import InvalidInput, MirrorError, NotCached, NotFound, UpstreamError
+from ...errors import InvalidInput, MirrorError, NotCached, NotFound
 from ...policy import Mode
 from ...search.snippets import best_window, plain_text
+from ..api_errors import scrub, status_of
 from . import links as web_links
 from . import markdown_html as web_markdown
 from . import sanitize as web_sanitize
@@ -43,22 +45,14 @@ class WebOptions:
 
     allow_fetch: bool = False  # pages may fetch misses (documents, search) from upstream
     page_size: int = 10  # search results per page
-
-    @classmethod
-    def of(cls, value: object) -> WebOptions:
-        """Options from a WebOptions, a dict with its keys, serve's ServeOptions, or None."""
-        if value is None or isinstance(value, WebOptions):
-            return value or cls()
-        if isinstance(value, Mapping):
-            known = {f.name for f in fields(cls)}
-            return cls(**{k: v for k, v in value.items() if k in known})
-        # ServeOptions (serve/options.py): `fetches` is its final say on contacting upstream.
-        return cls(allow_fetch=bool(getattr(value, "fetches", False)))
+    # The caching mode of every page's request: the server's (ServeOptions.request_mode);
+    # by default, the store only unless fetching is allowed.
+    mode: Mode | None = None
 
 
-def web_routes(mirror: Mirror, options: object = None) -> list[BaseRoute]:
+def web_routes(mirror: Mirror, options: WebOptions) -> list[BaseRoute]:
     """The browser's routes: /, /browse/, /doc/{name}, /search, /status and /static."""
-    pages = _Pages(mirror, WebOptions.of(options))
+    pages = _Pages(mirror, options)
     return [
         Route("/", pages.home, methods=["GET", "HEAD"], name="web_home"),
         Route("/browse", pages.browse_root, methods=["GET", "HEAD"]),
@@ -73,16 +67,18 @@ def web_routes(mirror: Mirror, options: object = None) -> list[BaseRoute]:
 def _errors(
     handler: Callable[[_Pages, Request], Response],
 ) -> Callable[[_Pages, Request], Response]:
-    """Turn a MirrorError into an error page (messages never carry the API key)."""
+    """Turn a MirrorError into an error page with the status REST and MCP give it too."""
 
     def wrapped(self: _Pages, request: Request) -> Response:
         try:
             return handler(self, request)
         except MirrorError as exc:
-            status = 400 if isinstance(exc, InvalidInput) else 500
-            if isinstance(exc, UpstreamError):
-                status = 502
-            return page("error.html", status, code=status, error=exc)
+            status, _code = status_of(exc)
+            # Messages never carry the API key; scrub is the same backstop REST and MCP use.
+            secret = self.mirror.settings.api_key
+            hint = scrub(exc.hint, secret) if exc.hint else None
+            shown = MirrorError(scrub(exc.message, secret), hint=hint)
+            return page("error.html", status, code=status, error=shown)
 
     return wrapped
 
@@ -95,8 +91,7 @@ class _Pages:
         self._lock = threading.Lock()
 
     def _mode(self) -> Mode:
-        # The browser never refetches what it has; it fetches misses only when allowed.
-        return Mode(offline=not self.options.allow_fetch)
+        return self.options.mode or Mode(offline=not self.options.allow_fetch)
 
     def mirrored_hosts(self) -> frozenset[str]:
         """Hosts with at least one mirrored document (cached for a few seconds)."""
@@ -152,7 +147,8 @@ class _Pages:
         except (NotCached, NotFound):
             return self._not_found(request, name, None)
         doc, served = result.documents[0], result.served[0]
-        base_uri = doc.uri or naming.uri_of(name)
+        # Relative links resolve against the page's address, and only a web address will do.
+        base_uri = doc.uri if web_links.is_web_url(doc.uri) else naming.uri_of(name)
         body = web_sanitize.parse(
             web_markdown.render(web_views.without_title(doc.content or "", doc.title))
         )

@@ -1,9 +1,11 @@
-"""Re-serialise untrusted HTML through an allow-list, rewriting links on the way.
+"""Sanitise untrusted HTML with nh3 (Ammonia), then rewrite its links.
 
-Documents are untrusted input: whatever markup they carry is parsed with the standard
-library's HTMLParser and written out again, keeping only listed tags and attributes,
-escaping all text and attribute values, and closing every element it opened (so a stray
-`</main>` or an unclosed `<table>` in a document cannot break the page around it).
+Documents are untrusted input. nh3 parses them as a browser would (html5ever) and writes
+out only the listed tags and attributes, with every text and attribute value escaped and
+every element closed, so a stray `</main>` or an unclosed `<table>` in a document cannot
+break the page around it. Our own code only touches nh3's clean output: each `<a href>` is
+rebuilt from how its link classifies, and an image that would be an external fetch becomes
+a note. The page's Content-Security-Policy (pages.py) stays as a second wall.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
+
+import nh3
 
 from .links import Link
 
@@ -78,8 +81,7 @@ _ALLOWED = frozenset(
         "wbr",
     ]
 )
-_VOID = frozenset({"br", "col", "hr", "img", "wbr"})
-# Dropped together with everything inside them.
+# Dropped together with everything inside them (any other unlisted tag goes, its text stays).
 _DROP_CONTENT = frozenset(
     [
         "script",
@@ -99,7 +101,7 @@ _DROP_CONTENT = frozenset(
         "applet",
     ]
 )
-_GLOBAL_ATTRS = frozenset({"id", "title", "lang", "dir"})
+_GLOBAL_ATTRS = frozenset({"id", "title", "lang", "dir", "class"})
 _TAG_ATTRS = {
     "a": frozenset({"href", "name"}),
     "td": frozenset({"colspan", "rowspan"}),
@@ -108,14 +110,25 @@ _TAG_ATTRS = {
     "details": frozenset({"open"}),
     "img": frozenset({"src", "alt", "width", "height"}),
 }
-# Classes a document may keep: ours from web_markdown (tpl-*, hl-*, highlight) only. Anything
+# nh3 checks URL attributes (href, src) against these before our filter sees them; `data:`
+# is here only for inline images: `_filter` keeps a `src` only when it is one, and a data:
+# href is dropped by `links.classify` and again by `_SAFE_HREF`.
+_URL_SCHEMES = frozenset({"http", "https", "mailto", "data"})
+# Classes a document may keep: ours from markdown_html (tpl-*, hl-*, highlight) only. Anything
 # else is dropped so a document cannot dress text up as our "not mirrored" markers.
 _CLASS_OK = re.compile(r"^(?:tpl(?:-[a-z0-9-]+)?|hl-[A-Za-z0-9-]+|highlight)$")
 _ID_OK = re.compile(r"^[A-Za-z][\w.:-]{0,100}$")
 _NUMBER_OK = re.compile(r"^\d{1,4}$")
+_NUMERIC = frozenset({"colspan", "rowspan", "start", "width", "height"})
 # Only inline images survive (no external fetches); SVG is excluded as it can carry script.
 _DATA_IMAGE = re.compile(r"^data:image/(?:png|gif|jpeg|webp);base64,[A-Za-z0-9+/=\s]+$")
+# The last check before an href is written: only web links, our own pages and fragments.
 _SAFE_HREF = re.compile(r"^(?:https?://|mailto:|/doc/|#)")
+
+# nh3 escapes `<` and `>` in text and attribute values and double-quotes every value, so in
+# its output every `<` opens a real tag and these two patterns read tags exactly.
+_TAG = re.compile(r"<(/?)(a|img)\b([^>]*)>")
+_ATTR = re.compile(r'\s([a-z-]+)(?:="([^"]*)")?')
 
 LINK_MARKERS = {
     "missing": ("not-mirrored", "not mirrored", "not mirrored"),
@@ -123,154 +136,110 @@ LINK_MARKERS = {
 }
 
 
-@dataclass(slots=True)
-class _Open:
-    tag: str
-    suffix: str = ""  # written just after the closing tag (a link's marker)
-
-
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SafeHtml:
-    """Parsed untrusted HTML: its link targets now, and a safe rendering once links are known."""
+    """Sanitised HTML: its link targets now, and a rendering with rewritten links later."""
 
-    events: list[tuple[str, str, list[tuple[str, str | None]]]] = field(default_factory=list)
+    clean: str
     hrefs: list[str] = field(default_factory=list)
 
     def render(self, link_for: Callable[[str], Link]) -> str:
         """The safe HTML, each `<a href>` rewritten by `link_for`."""
         out: list[str] = []
-        stack: list[_Open] = []
-        for kind, value, attrs in self.events:
-            if kind == "text":
-                out.append(html.escape(value, quote=False))
-            elif kind == "start":
-                out.append(_start(value, attrs, stack, link_for))
-            elif kind == "end":
-                out.append(_end(value, stack))
-        while stack:
-            entry = stack.pop()
-            out.append(f"</{entry.tag}>{entry.suffix}")
+        suffixes: list[str] = []  # one per open <a>: written just after its closing tag
+        at = 0
+        for match in _TAG.finditer(self.clean):
+            out.append(self.clean[at : match.start()])
+            at = match.end()
+            closing, tag, attrs = match.group(1), match.group(2), _attrs(match.group(3))
+            if tag == "img":
+                out.append(_image(match.group(0), attrs))
+            elif closing:
+                out.append("</a>" + (suffixes.pop() if suffixes else ""))
+            else:
+                start, suffix = _anchor(attrs, link_for)
+                out.append(start)
+                suffixes.append(suffix)
+        out.append(self.clean[at:])
         return "".join(out)
 
 
-def _attr_text(name: str, value: str) -> str:
-    return f' {name}="{html.escape(value, quote=True)}"'
+def _attrs(text: str) -> dict[str, str]:
+    """A tag's attributes from nh3's output, values unescaped."""
+    return {name: html.unescape(value or "") for name, value in _ATTR.findall(text)}
 
 
-def _clean_attrs(tag: str, attrs: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
-    allowed = _GLOBAL_ATTRS | _TAG_ATTRS.get(tag, frozenset()) | {"class"}
-    kept: list[tuple[str, str]] = []
-    for name, raw in attrs:
-        value = (raw or "").strip()
-        if name not in allowed or name == "href":
-            continue
-        if name == "class":
-            value = " ".join(c for c in value.split() if _CLASS_OK.match(c))
-        elif name in ("id", "name"):
-            value = value if _ID_OK.match(value) else ""
-        elif name in ("colspan", "rowspan", "start", "width", "height"):
-            value = value if _NUMBER_OK.match(value) else ""
-        elif name == "src":
-            value = value if _DATA_IMAGE.match(value) else ""
-        elif name in ("open", "reversed"):
-            kept.append((name, ""))
-            continue
-        if value:
-            kept.append((name, value[:500]))
-    return kept
+def _tag(tag: str, attrs: list[tuple[str, str]]) -> str:
+    return "<" + tag + "".join(f' {n}="{html.escape(v, quote=True)}"' for n, v in attrs) + ">"
 
 
-def _start(
-    tag: str,
-    attrs: list[tuple[str, str | None]],
-    stack: list[_Open],
-    link_for: Callable[[str], Link],
-) -> str:
-    kept = _clean_attrs(tag, attrs)
-    if tag == "img" and not any(n == "src" for n, _ in kept):
-        # An image from elsewhere would be an external fetch: say what it was instead.
-        alt = next((v for n, v in kept if n == "alt"), "")
-        text = "[image not available offline" + (f": {alt}" if alt else "") + "]"
-        return f'<span class="tpl tpl-media">{html.escape(text, quote=False)}</span>'
+def _image(original: str, attrs: dict[str, str]) -> str:
+    if "src" in attrs:
+        return original  # an inline data: image (the only src `_filter` keeps)
+    # An image from elsewhere would be an external fetch: say what it was instead.
+    alt = attrs.get("alt", "")
+    text = "[image not available offline" + (f": {alt}" if alt else "") + "]"
+    return f'<span class="tpl tpl-media">{html.escape(text, quote=False)}</span>'
+
+
+def _anchor(attrs: dict[str, str], link_for: Callable[[str], Link]) -> tuple[str, str]:
+    """The start tag for one link and the marker to write after it."""
+    if "href" not in attrs:
+        return _tag("a", list(attrs.items())), ""
+    link = link_for(attrs.pop("href"))
+    kept = [(n, v) for n, v in attrs.items() if n not in ("class", "title")]
+    if link.href and _SAFE_HREF.match(link.href):
+        kept.insert(0, ("href", link.href))
     suffix = ""
-    if tag == "a":
-        href = next((v or "" for n, v in attrs if n == "href"), None)
-        if href is not None:
-            link = link_for(href)
-            kept = [(n, v) for n, v in kept if n not in ("class", "title")]
-            if link.href and _SAFE_HREF.match(link.href):
-                kept.insert(0, ("href", link.href))
-            if link.kind == "local":
-                kept.append(("class", "doc-link"))
-            elif link.kind in LINK_MARKERS:
-                css, title, marker = LINK_MARKERS[link.kind]
-                if link.kind == "missing" and link.name:
-                    title = f"not mirrored: dk-mirror fetch {link.name}"
-                else:
-                    kept.append(("rel", "external noopener noreferrer"))
-                kept += [("class", css), ("title", title)]
-                suffix = f'<span class="link-marker {css}-marker">{html.escape(marker)}</span>'
-    text = "<" + tag + "".join(_attr_text(n, v) if v else f" {n}" for n, v in kept) + ">"
-    if tag not in _VOID:
-        stack.append(_Open(tag, suffix))
-    return text
+    if link.kind == "local":
+        kept.append(("class", "doc-link"))
+    elif link.kind in LINK_MARKERS:
+        css, title, marker = LINK_MARKERS[link.kind]
+        if link.kind == "missing" and link.name:
+            title = f"not mirrored: dk-mirror fetch {link.name}"
+        else:
+            kept.append(("rel", "external noopener noreferrer"))
+        kept += [("class", css), ("title", title)]
+        suffix = f'<span class="link-marker {css}-marker">{html.escape(marker)}</span>'
+    return _tag("a", kept), suffix
 
 
-def _end(tag: str, stack: list[_Open]) -> str:
-    if not any(entry.tag == tag for entry in stack):
-        return ""  # a close tag with no matching open one is dropped
-    out = []
-    while stack:
-        entry = stack.pop()
-        out.append(f"</{entry.tag}>{entry.suffix}")
-        if entry.tag == tag:
-            break
-    return "".join(out)
+def _filter(tag: str, attr: str, value: str) -> str | None:
+    """nh3's per-attribute check: the value to keep, or None to drop the attribute."""
+    if attr == "href":
+        return value
+    value = value.strip()
+    if attr == "class":
+        return " ".join(c for c in value.split() if _CLASS_OK.match(c)) or None
+    if attr in ("id", "name"):
+        return value if _ID_OK.match(value) else None
+    if attr in _NUMERIC:
+        return value if _NUMBER_OK.match(value) else None
+    if attr == "src":
+        return value if _DATA_IMAGE.match(value) else None
+    if attr in ("open", "reversed"):
+        return ""
+    return value[:500] or None
 
 
-class _Collector(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.result = SafeHtml()
-        self._dropping: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self._dropping or tag in _DROP_CONTENT:
-            if tag not in _VOID:
-                self._dropping.append(tag)
-            return
-        if tag not in _ALLOWED:
-            return  # the tag goes; its text stays, escaped
-        self.result.events.append(("start", tag, attrs))
-        if tag == "a":
-            href = next((v for n, v in attrs if n == "href"), None)
-            if href is not None:
-                self.result.hrefs.append(href)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self._dropping or tag in _DROP_CONTENT or tag not in _ALLOWED:
-            return
-        self.result.events.append(("start", tag, attrs))
-        if tag not in _VOID:
-            self.result.events.append(("end", tag, []))
-
-    def handle_endtag(self, tag: str) -> None:
-        if self._dropping:
-            if tag in self._dropping:
-                while self._dropping and self._dropping.pop() != tag:
-                    pass
-            return
-        if tag in _ALLOWED and tag not in _VOID:
-            self.result.events.append(("end", tag, []))
-
-    def handle_data(self, data: str) -> None:
-        if not self._dropping:
-            self.result.events.append(("text", data, []))
+_ATTRIBUTES = {"*": set(_GLOBAL_ATTRS), **{tag: set(names) for tag, names in _TAG_ATTRS.items()}}
 
 
 def parse(markup: str) -> SafeHtml:
-    """Parse untrusted HTML into events; render them with `SafeHtml.render`."""
-    collector = _Collector()
-    collector.feed(markup)
-    collector.close()
-    return collector.result
+    """Sanitise untrusted HTML and collect its link targets; render with `SafeHtml.render`."""
+    clean = nh3.clean(
+        markup,
+        tags=set(_ALLOWED),
+        clean_content_tags=set(_DROP_CONTENT),
+        attributes=_ATTRIBUTES,
+        attribute_filter=_filter,
+        url_schemes=set(_URL_SCHEMES),
+        link_rel=None,  # `_anchor` sets rel itself, per kind of link
+        strip_comments=True,
+    )
+    hrefs = [
+        _attrs(m.group(3))["href"]
+        for m in _TAG.finditer(clean)
+        if m.group(2) == "a" and not m.group(1) and ' href="' in m.group(3)
+    ]
+    return SafeHtml(clean, hrefs)

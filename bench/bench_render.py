@@ -1,0 +1,46 @@
+"""The browser's document rendering: sanitising and link rewriting, against Markdown rendering.
+
+Usage: python -m bench.bench_render [--docs 500] [--repeat 3]
+For the first N documents of the English Chrome corpus, times `markdown_html.render` (the
+baseline, measured in the same run) and then `sanitize.parse(...).render(classify)` on its
+output, and prints both totals and the ratio sanitise / Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.common import english_corpus, median, ms, timed
+from mirror.records import read_documents
+from mirror.serve.web import links, markdown_html, sanitize
+
+
+def main() -> None:
+    """Run the benchmark and print its ratio."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--docs", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    docs = [d for _, d in zip(range(args.docs), read_documents(english_corpus()), strict=False)]
+    pages = [(doc.uri or "https://developer.chrome.com/", doc.content or "") for doc in docs]
+    rendered: list[tuple[str, str]] = []
+
+    def markdown() -> None:
+        rendered[:] = [(uri, markdown_html.render(text)) for uri, text in pages]
+
+    def sanitise() -> None:
+        for uri, html in rendered:
+            body = sanitize.parse(html)
+            body.render(lambda href, uri=uri: links.classify(href, uri, set(), set()))
+
+    base = median(timed(markdown, args.repeat))
+    safe = median(timed(sanitise, args.repeat))
+    size = sum(len(html) for _, html in rendered)
+    print(f"{len(pages)} documents, {size / 1e6:.1f} MB of HTML")
+    print(f"markdown render (baseline): {ms(base)}")
+    print(f"sanitise + link rewrite:    {ms(safe)}")
+    print(f"ratio sanitise / markdown:  {safe / base:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
