@@ -97,6 +97,17 @@ class _Pending:
     path: str | None
     tool: str | None
     rate: float | None = None  # the share of matching requests it hits; None: every one
+    name: str | None = None  # only requests that ask for this document
+
+
+def _asks_for(rec: Recorded, name: str) -> bool:
+    """True if `rec` fetches document `name` (REST get or batchGet, MCP get_documents)."""
+    if rec.path == "/mcp":
+        params = rec.json.get("params") if isinstance(rec.json, dict) else None
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        names = arguments.get("names") if isinstance(arguments, dict) else None
+        return isinstance(names, list) and name in names
+    return name in rec.query.get("names", ()) or rec.path.endswith("/" + name)
 
 
 def _format_time(moment: datetime) -> str:
@@ -249,9 +260,11 @@ class Emulator(SearchSurface, McpSurface):
         path: str | None = None,
         tool: str | None = None,
         rate: float | None = None,
+        name: str | None = None,
     ) -> None:
-        """Queue `fault` for the next `times` requests (-1: forever) whose path starts with `path`
-        and/or that call MCP tool `tool`; with neither, any request matches. First queued wins.
+        """Queue `fault` for the next `times` requests (-1: forever) whose path starts with `path`,
+        that call MCP tool `tool` and/or that ask for document `name`; with none of these, any
+        request matches. First queued wins.
 
         With `rate` (0 < rate <= 1) the fault hits only that share of matching requests, drawn
         from the seeded `rng`: each request draws one number, and the rated faults it matches
@@ -266,7 +279,7 @@ class Emulator(SearchSurface, McpSurface):
         if fault.framing not in ("short", "exact"):
             raise ValueError(f"unknown framing {fault.framing!r}; expected 'short' or 'exact'")
         with self._lock:
-            self._faults.append(_Pending(fault, times, path, tool, rate))
+            self._faults.append(_Pending(fault, times, path, tool, rate, name))
 
     def _take_fault(self, rec: Recorded) -> Fault | None:
         with self._lock:
@@ -276,6 +289,8 @@ class Emulator(SearchSurface, McpSurface):
                 if pending.path is not None and not rec.path.startswith(pending.path):
                     continue
                 if pending.tool is not None and rec.tool != pending.tool:
+                    continue
+                if pending.name is not None and not _asks_for(rec, pending.name):
                     continue
                 if pending.rate is not None:
                     if draw is None:

@@ -340,6 +340,17 @@ def test_fault_truncate_with_exact_framing_is_well_formed_http_with_half_a_body(
     assert http.get(BATCH, params={"names": TF_README}).content == whole
 
 
+def test_a_fault_can_target_the_requests_for_one_document(
+    emulator: Emulator, http: httpx.Client
+) -> None:
+    emulator.inject(Fault("status", status=503), times=-1, name=TF_KERAS)
+    assert http.get(BATCH, params={"names": [TF_README, TF_KERAS]}).status_code == 503
+    assert http.get(f"/v1/{TF_KERAS}").status_code == 503
+    assert call(http, "get_documents", names=[TF_KERAS]).status_code == 503
+    assert http.get(BATCH, params={"names": [TF_README]}).status_code == 200
+    assert call(http, "get_documents", names=[TF_README]).json()["result"]["isError"] is False
+
+
 def _faults_seen(seed: int, rates: dict[str, float], requests: int) -> list[str]:
     with Emulator([{"name": TF_README, "content": "# Read me"}], seed=seed) as emu:
         for kind, rate in rates.items():
