@@ -272,7 +272,11 @@ def test_a_hanging_upstream_times_out_at_the_deadline(emulator: Emulator, transp
     assert _calls(emulator, transport) == 1
 
 
-@pytest.mark.parametrize("sse", [False, True])
+@pytest.mark.parametrize(
+    ("transport", "sse"),
+    [("rest", False), ("mcp", False), ("mcp", True)],
+    ids=["rest", "mcp", "mcp-sse"],
+)
 @pytest.mark.parametrize(
     "fault",
     [Fault("bad_json"), Fault("truncate", framing="exact"), Fault("truncate")],
@@ -281,8 +285,6 @@ def test_a_hanging_upstream_times_out_at_the_deadline(emulator: Emulator, transp
 def test_bodies_that_are_not_the_promised_json_are_retried(
     emulator: Emulator, transport: str, fault: Fault, sse: bool
 ) -> None:
-    if sse and transport == "rest":
-        pytest.skip("event streams are MCP only")
     emulator.mcp_sse = sse  # an SSE event cut mid-stream, or not JSON
     emulator.inject(fault, times=2)
     upstream = _open(emulator, transport, RetryPolicy(sleep=lambda _s: None))
