@@ -25,6 +25,8 @@
 
     Transient (upstream/retry.py)  internal to the retry loop: wraps an UpstreamError worth
                                    retrying; never escapes mirror/upstream/
+    FetchInterrupted               service/documents.py: Ctrl-C during `fetch` (a
+                                   KeyboardInterrupt) carrying the report of what was saved
 
 Messages say what happened, what was being done, and what to do next. None of them ever
 contains the API key: the key travels only in a request header, which no message quotes.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import threading
 import time
@@ -83,6 +84,10 @@ class Fault:
     seconds: float = 0.0
     status: int = 503
     retry_after: str | None = None
+    # truncate only: "short" declares the whole body's length and hangs up after half of it
+    # (the client sees a cut connection); "exact" declares the cut length, so the reply is
+    # well-framed HTTP whose JSON (or SSE event) simply stops halfway.
+    framing: str = "short"
 
 
 @dataclass
@@ -91,6 +96,18 @@ class _Pending:
     remaining: int  # -1 = forever
     path: str | None
     tool: str | None
+    rate: float | None = None  # the share of matching requests it hits; None: every one
+    name: str | None = None  # only requests that ask for this document
+
+
+def _asks_for(rec: Recorded, name: str) -> bool:
+    """True if `rec` fetches document `name` (REST get or batchGet, MCP get_documents)."""
+    if rec.path == "/mcp":
+        params = rec.json.get("params") if isinstance(rec.json, dict) else None
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        names = arguments.get("names") if isinstance(arguments, dict) else None
+        return isinstance(names, list) and name in names
+    return name in rec.query.get("names", ()) or rec.path.endswith("/" + name)
 
 
 def _format_time(moment: datetime) -> str:
@@ -103,9 +120,15 @@ class Emulator(SearchSurface, McpSurface):
     ApiError = ApiError
 
     def __init__(
-        self, documents: Iterable[dict[str, Any]] = (), api_key: str | None = "test-key"
+        self,
+        documents: Iterable[dict[str, Any]] = (),
+        api_key: str | None = "test-key",
+        seed: int = 0,
     ) -> None:
         self.api_key = api_key
+        # Decides which requests a fault injected with a `rate` hits: seeded, so a run that
+        # sends the same requests in the same order meets the same faults.
+        self.rng = random.Random(seed)
         self.api_disabled = False
         self.key_restricted = False
         self.batch_404_names_document = True
@@ -231,24 +254,50 @@ class Emulator(SearchSurface, McpSurface):
             self._answers = 0
 
     def inject(
-        self, fault: Fault, times: int = 1, path: str | None = None, tool: str | None = None
+        self,
+        fault: Fault,
+        times: int = 1,
+        path: str | None = None,
+        tool: str | None = None,
+        rate: float | None = None,
+        name: str | None = None,
     ) -> None:
-        """Queue `fault` for the next `times` requests (-1: forever) whose path starts with `path`
-        and/or that call MCP tool `tool`; with neither, any request matches. First queued wins."""
+        """Queue `fault` for the next `times` requests (-1: forever) whose path starts with `path`,
+        that call MCP tool `tool` and/or that ask for document `name`; with none of these, any
+        request matches. First queued wins.
+
+        With `rate` (0 < rate <= 1) the fault hits only that share of matching requests, drawn
+        from the seeded `rng`: each request draws one number, and the rated faults it matches
+        take consecutive slices of [0, 1) in queue order, so five faults at rate 0.1 each hit
+        10% of requests apiece and never the same one. `times` counts only the hits."""
         if fault.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {fault.kind!r}; expected one of {FAULT_KINDS}")
         if times == 0 or times < -1:
             raise ValueError("times must be positive, or -1 for forever")
+        if rate is not None and not 0 < rate <= 1:
+            raise ValueError(f"rate must be in (0, 1], got {rate}")
+        if fault.framing not in ("short", "exact"):
+            raise ValueError(f"unknown framing {fault.framing!r}; expected 'short' or 'exact'")
         with self._lock:
-            self._faults.append(_Pending(fault, times, path, tool))
+            self._faults.append(_Pending(fault, times, path, tool, rate, name))
 
     def _take_fault(self, rec: Recorded) -> Fault | None:
         with self._lock:
+            draw: float | None = None
+            share = 0.0
             for pending in self._faults:
                 if pending.path is not None and not rec.path.startswith(pending.path):
                     continue
                 if pending.tool is not None and rec.tool != pending.tool:
                     continue
+                if pending.name is not None and not _asks_for(rec, pending.name):
+                    continue
+                if pending.rate is not None:
+                    if draw is None:
+                        draw = self.rng.random()
+                    low, share = share, share + pending.rate
+                    if not low <= draw < share:
+                        continue
                 if pending.remaining > 0:
                     pending.remaining -= 1
                     if pending.remaining == 0:

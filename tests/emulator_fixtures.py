@@ -39,6 +39,24 @@ def corpus_documents(source: str | None = None) -> list[dict[str, Any]]:
     return [dict(record) for path in paths for record in _load(path)]
 
 
+def synthetic_documents(count: int, host: str = "docs.example.dev") -> list[dict[str, Any]]:
+    """`count` made-up Documents of varied size and script (ASCII, accents, CJK, emoji), the
+    same every call: for runs that need many documents and no corpus."""
+    words = ["mirror", "caché", "批处理", "naïve", "🙂", "quota", "Ünïcode", "retry", "—", "\\n"]
+    docs = []
+    for i in range(count):
+        body = " ".join(words[(i * 7 + j) % len(words)] for j in range(20 + (i * 37) % 400))
+        docs.append(
+            {
+                "name": f"documents/{host}/guide/page-{i:05d}",
+                "title": f"Page {i} — {words[i % len(words)]}",
+                "description": f"Synthetic page {i}",
+                "content": f"# Page {i}\n\n{body}\n",
+            }
+        )
+    return docs
+
+
 @pytest.fixture
 def emulator() -> Iterator[Emulator]:
     """A running emulator: the 99 tensorflow.org documents, the first 200 English Chrome ones."""

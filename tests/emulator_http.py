@@ -272,12 +272,15 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # an emulator bug must still answer, visibly
             reply = error_reply(ApiError(500, f"emulator error: {exc!r}"))
         status, headers, body = reply
+        cut = fault is not None and kind == "truncate"
+        if cut and fault is not None and fault.framing == "exact":
+            body, cut = body[: len(body) // 2], False  # honest framing around half a body
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if kind == "truncate":
+        if cut:
             self.wfile.write(body[: len(body) // 2])
             self.close_connection = True
         else:

@@ -77,6 +77,7 @@ def test_fetch_names_file_summary_and_missing(run, tmp_path: Path):
     assert result.exit_code == 3
     summary = json.loads(result.stdout)
     assert summary["fetched"] == 2 and summary["missing"] == ["documents/www.tensorflow.org/ghost"]
+    assert summary["failed"] == [] and summary["error"] is None
     again = run("fetch", "--names-file", str(names))
     assert "2 already cached" in again.stderr
 

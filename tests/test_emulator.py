@@ -314,6 +314,52 @@ def test_fault_broken_connections(emulator: Emulator, http: httpx.Client, kind: 
     assert http.get("/v1/documents/www.tensorflow.org/README").status_code == 200
 
 
+def test_fault_truncate_with_exact_framing_is_well_formed_http_with_half_a_body(
+    emulator: Emulator, http: httpx.Client
+) -> None:
+    whole = http.get(BATCH, params={"names": TF_README}).content
+    emulator.inject(Fault("truncate", framing="exact"))
+    cut = http.get(BATCH, params={"names": TF_README})
+    assert cut.status_code == 200 and cut.content == whole[: len(whole) // 2]
+    with pytest.raises(json.JSONDecodeError):
+        cut.json()
+    assert http.get(BATCH, params={"names": TF_README}).content == whole
+
+
+def test_a_fault_can_target_the_requests_for_one_document(
+    emulator: Emulator, http: httpx.Client
+) -> None:
+    emulator.inject(Fault("status", status=503), times=-1, name=TF_KERAS)
+    assert http.get(BATCH, params={"names": [TF_README, TF_KERAS]}).status_code == 503
+    assert http.get(f"/v1/{TF_KERAS}").status_code == 503
+    assert call(http, "get_documents", names=[TF_KERAS]).status_code == 503
+    assert http.get(BATCH, params={"names": [TF_README]}).status_code == 200
+    assert call(http, "get_documents", names=[TF_README]).json()["result"]["isError"] is False
+
+
+def _faults_seen(seed: int, rates: dict[str, float], requests: int) -> list[str]:
+    with Emulator([{"name": TF_README, "content": "# Read me"}], seed=seed) as emu:
+        for kind, rate in rates.items():
+            emu.inject(Fault("status", status=int(kind)), times=-1, rate=rate)
+        with httpx.Client(base_url=emu.base_url, headers=KEY) as client:
+            return [
+                str(client.get(BATCH, params={"names": TF_README}).status_code)
+                for _ in range(requests)
+            ]
+
+
+def test_fault_rates_are_shares_of_requests_and_repeat_with_the_seed() -> None:
+    rates = {"503": 0.2, "500": 0.2}
+    seen = _faults_seen(7, rates, 400)
+    # Disjoint slices: 20% each, the rest answered normally (binomial, n=400: sd 8).
+    assert 50 <= seen.count("503") <= 110 and 50 <= seen.count("500") <= 110
+    assert seen.count("200") == 400 - seen.count("503") - seen.count("500")
+    assert _faults_seen(7, rates, 400) == seen
+    assert _faults_seen(8, rates, 400) != seen
+    with pytest.raises(ValueError, match="rate"):
+        Emulator().inject(Fault("drop"), rate=1.5)
+
+
 def test_fault_bad_json_and_wrong_shape(emulator: Emulator, http: httpx.Client) -> None:
     emulator.inject(Fault("bad_json"))
     emulator.inject(Fault("wrong_shape"))

@@ -272,11 +272,52 @@ def test_a_hanging_upstream_times_out_at_the_deadline(emulator: Emulator, transp
     assert _calls(emulator, transport) == 1
 
 
-@pytest.mark.parametrize("kind", ["bad_json", "wrong_shape"])
-def test_malformed_answers_are_protocol_errors_and_not_retried(
-    emulator: Emulator, transport: str, kind: str
+@pytest.mark.parametrize(
+    ("transport", "sse"),
+    [("rest", False), ("mcp", False), ("mcp", True)],
+    ids=["rest", "mcp", "mcp-sse"],
+)
+@pytest.mark.parametrize(
+    "fault",
+    [Fault("bad_json"), Fault("truncate", framing="exact"), Fault("truncate")],
+    ids=["bad_json", "truncate-exact", "truncate-short"],
+)
+def test_bodies_that_are_not_the_promised_json_are_retried(
+    emulator: Emulator, transport: str, fault: Fault, sse: bool
 ) -> None:
-    emulator.inject(Fault(kind=kind), times=1)
+    emulator.mcp_sse = sse  # an SSE event cut mid-stream, or not JSON
+    emulator.inject(fault, times=2)
+    upstream = _open(emulator, transport, RetryPolicy(sleep=lambda _s: None))
+    try:
+        docs = upstream.batch_get(NAMES)
+    finally:
+        upstream.close()
+    assert [d.name for d in docs] == NAMES
+    assert _calls(emulator, transport) == 3
+
+
+def test_a_body_that_stays_broken_gives_up_within_the_attempt_budget(
+    emulator: Emulator, transport: str
+) -> None:
+    t = FakeTime()
+    emulator.inject(Fault("truncate", framing="exact"), times=-1)
+    policy = RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock)
+    upstream = _open(emulator, transport, policy)
+    try:
+        with pytest.raises(ProtocolError) as info:
+            upstream.batch_get(NAMES)
+    finally:
+        upstream.close()
+    assert _calls(emulator, transport) == 5 and t.slept == [1.0, 2.0, 4.0, 8.0]
+    text = str(info.value)
+    assert "gave up after 5 attempt(s)" in text and "not JSON" in text
+    assert emulator.base_url in text and "test-key" not in text
+
+
+def test_well_formed_json_of_the_wrong_shape_is_not_retried(
+    emulator: Emulator, transport: str
+) -> None:
+    emulator.inject(Fault(kind="wrong_shape"), times=1)
     upstream = _open(emulator, transport, RetryPolicy(sleep=lambda _s: None))
     try:
         with pytest.raises(ProtocolError) as info:
@@ -285,6 +326,27 @@ def test_malformed_answers_are_protocol_errors_and_not_retried(
         upstream.close()
     assert _calls(emulator, transport) == 1
     assert emulator.base_url in str(info.value)
+
+
+def test_a_host_that_does_not_resolve_fails_at_once(transport: str) -> None:
+    t = FakeTime()
+    settings = Settings(
+        db_url="sqlite://",
+        upstream="http://dk-mirror-test.invalid",
+        transport=transport,
+        api_key="test-key",
+    )
+    upstream = build(settings, retry=RetryPolicy(sleep=t.sleep, clock=t.clock))
+    try:
+        with pytest.raises(Unavailable) as info:
+            upstream.batch_get(NAMES)
+    finally:
+        upstream.close()
+    assert t.slept == []  # not retried: a name that does not resolve will not start to
+    text = str(info.value)
+    assert "dk-mirror-test.invalid" in text and "DNS" in text
+    assert "DK_MIRROR_UPSTREAM" in (info.value.hint or "")
+    assert "test-key" not in text
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 502])

@@ -1,6 +1,7 @@
 """The `dk-mirror` command: parse options, call `Mirror`, render. Errors map to exit codes here.
 
-Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found upstream, 4 not cached (offline).
+Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found upstream, 4 not cached (offline),
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .search import search_commands
 from .serve import serve
 
 EXIT_NOT_FOUND = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 
 class Group(click.Group):
@@ -30,6 +32,11 @@ class Group(click.Group):
         except MirrorError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            # Not click's "Aborted!" and exit 1: every write is one transaction, so nothing
+            # half-done is left, and the shell convention says how the run ended.
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,26 +103,52 @@ def fetch(
 ) -> None:
     """Mirror any number of documents into the store, in batches of 20."""
     from ..names import read_names
+    from ..service import FetchInterrupted
 
     wanted = list(names) + (read_names(names_file) if names_file else [])
     if not wanted:
         raise click.UsageError("give document names or --names-file")
     mirror = open_mirror(ctx)
-    with Progress("fetching") as progress:
-        mode = request_mode(mirror, max_age=max_age, refresh=refresh)
-        report = mirror.fetch(wanted, mode, progress)
+    try:
+        with Progress("fetching") as progress:
+            mode = request_mode(mirror, max_age=max_age, refresh=refresh)
+            report = mirror.fetch(wanted, mode, progress)
+    except FetchInterrupted as stop:
+        done = stop.report
+        if as_json:
+            click.echo(render.to_json(done.to_json()))
+        click.echo(
+            f"interrupted: {done.fetched} document(s) saved, "
+            f"{done.already_cached + done.fetched} of {done.requested} now in the store; "
+            "run the same command again to fetch only the rest",
+            err=True,
+        )
+        ctx.exit(EXIT_INTERRUPTED)
     if as_json:
         click.echo(render.to_json(report.to_json()))
     else:
         click.echo(
             f"{report.fetched} fetched, {report.already_cached} already cached, "
-            f"{len(report.missing)} not found upstream (of {report.requested})",
+            f"{len(report.missing)} not found upstream, {len(report.failed)} failed "
+            f"(of {report.requested})",
             err=True,
         )
         for name in report.missing:
             click.echo(f"not found: {name}", err=True)
-    if report.error:
-        raise report.error
+        for name in report.failed:
+            click.echo(f"failed: {name}", err=True)
+    if report.failed:
+        # The names are listed above; the error says why, the hint how to go on.
+        if report.stopped:
+            click.echo(f"stopped early: {report.stopped}", err=True)
+        if report.error:
+            click.echo(f"error: {report.error}", err=True)
+        click.echo(
+            f"error: {len(report.failed)} document(s) were not fetched; run the same command "
+            "again to fetch only what is still missing",
+            err=True,
+        )
+        ctx.exit(1)
     if report.missing:
         ctx.exit(EXIT_NOT_FOUND)
 

@@ -79,6 +79,4 @@ def browser_routes(mirror: Mirror, options: ServeOptions) -> list[BaseRoute]:
     from .web.routes import WebOptions, web_routes
 
     # `fetches` is serve's final say on contacting upstream (the mode and --allow-fetch).
-    return web_routes(
-        mirror, WebOptions(allow_fetch=options.fetches, mode=options.request_mode)
-    )
+    return web_routes(mirror, WebOptions(allow_fetch=options.fetches, mode=options.request_mode))

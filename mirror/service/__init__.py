@@ -20,7 +20,7 @@ from ..models import Health, Stats, Summary
 from ..policy import Mode
 from . import documents
 from .context import Context
-from .documents import FetchReport, GetResult, Progress, Served, prefix_form
+from .documents import FetchInterrupted, FetchReport, GetResult, Progress, Served, prefix_form
 
 if TYPE_CHECKING:
     from ..snapshots.diff import Diff
@@ -35,7 +35,15 @@ if TYPE_CHECKING:
     from .ci import CheckReport, ImportReport, SyncReport
     from .search import SearchResult
 
-__all__ = ["FetchReport", "GetResult", "Mirror", "Mode", "Served", "prefix_form"]
+__all__ = [
+    "FetchInterrupted",
+    "FetchReport",
+    "GetResult",
+    "Mirror",
+    "Mode",
+    "Served",
+    "prefix_form",
+]
 
 
 class Mirror:

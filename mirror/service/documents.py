@@ -6,14 +6,17 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import limits
 from .. import names as naming
-from ..errors import NotCached, NotFound, UpstreamError
+from ..errors import AuthError, NotCached, NotFound, PermissionDenied, UpstreamError
 from ..models import CachedDocument, Document, Source, Summary, rfc3339
 from ..policy import Action, Mode, OnFailure, on_failure, plan
 from .context import Context
+
+if TYPE_CHECKING:
+    from ..upstream.batching import BatchOutcome
 
 log = logging.getLogger("mirror")
 
@@ -54,25 +57,47 @@ class GetResult:
         return {"documents": [doc.to_api() for doc in self.documents]}
 
 
+# `fetch` stops after this many batches in a row failed (after their retries): upstream is
+# down rather than flaky, and trying every other batch would only take deadline after deadline.
+FETCH_STOP_AFTER = 3
+
+
 @dataclass(slots=True)
 class FetchReport:
-    """What a `fetch` did, for the summary line."""
+    """What a `fetch` did, for the summary line and `fetch --json`."""
 
     requested: int = 0
     already_cached: int = 0
     fetched: int = 0
     missing: list[str] = field(default_factory=list)
-    error: UpstreamError | None = None
+    # Names not stored because their batch still failed after retries (or the run stopped
+    # before trying it); the next run fetches exactly these again.
+    failed: list[str] = field(default_factory=list)
+    error: UpstreamError | None = None  # the last failure
+    stopped: str | None = None  # why the run stopped before trying every batch, if it did
+    interrupted: bool = False  # Ctrl-C: what was done is saved, the rest is neither
 
     def to_json(self) -> dict[str, Any]:
-        """The summary as `fetch --json` prints it."""
+        """The report as `fetch --json` prints it (stable key order)."""
         return {
             "requested": self.requested,
             "alreadyCached": self.already_cached,
             "fetched": self.fetched,
-            "missing": self.missing,
+            "missing": list(self.missing),
+            "failed": list(self.failed),
             "error": self.error.message if self.error else None,
+            "hint": self.error.hint if self.error else None,
+            "stopped": self.stopped,
+            "interrupted": self.interrupted,
         }
+
+
+class FetchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `fetch`, after every finished batch was committed; `.report` says how far."""
+
+    def __init__(self, report: FetchReport) -> None:
+        super().__init__(f"fetch interrupted after saving {report.fetched} document(s)")
+        self.report = report
 
 
 def get_documents(ctx: Context, names: Sequence[str], mode: Mode) -> GetResult:
@@ -139,9 +164,13 @@ def _write(ctx: Context, docs: Sequence[Document]) -> None:
 def fetch(
     ctx: Context, names: Iterable[str], mode: Mode, progress: Progress | None = None
 ) -> FetchReport:
-    """Mirror any number of documents: batches of 20, each written in one transaction."""
-    from ..upstream.batching import iter_fetch
+    """Mirror any number of documents: batches of 20, each written in one transaction.
 
+    A batch that still fails after its retries does not stop the run: its names go to
+    `report.failed` and are tried once more at the end. Only errors every batch would meet
+    (key, permission, or FETCH_STOP_AFTER failures in a row) stop early. Ctrl-C raises
+    FetchInterrupted after the batches already written.
+    """
     wanted = list(dict.fromkeys(naming.normalize_every(names)))
     report = FetchReport(requested=len(wanted))
     cached = ctx.store.get_many(wanted) if wanted else {}
@@ -152,17 +181,74 @@ def fetch(
         progress(report.already_cached, report.requested)
     if not todo.to_fetch:
         return report
+    run = _FetchRun(ctx, report, progress)
+    names_todo = todo.to_fetch
+    batches = [
+        names_todo[i : i + limits.MAX_NAMES] for i in range(0, len(names_todo), limits.MAX_NAMES)
+    ]
     try:
-        for outcome in iter_fetch(ctx.upstream(), todo.to_fetch):
-            _write(ctx, outcome.documents)
-            report.fetched += len(outcome.documents)
-            report.missing.extend(outcome.missing)
-            if progress:
-                done = report.already_cached + report.fetched + len(report.missing)
-                progress(done, report.requested)
-    except UpstreamError as exc:
-        report.error = exc
+        failed = run.one_pass(batches)
+        if failed and report.stopped is None:
+            # A flaky stretch has often passed by the end of the run: one more try each.
+            failed = run.one_pass(failed)
+    except KeyboardInterrupt:
+        report.interrupted = True
+        raise FetchInterrupted(report) from None
+    report.failed = [name for batch in failed for name in batch]
+    if not report.failed:
+        report.error = None  # every failure was cured by the second pass
     return report
+
+
+class _FetchRun:
+    """One `fetch`: fetches batches, saves each as it arrives, and keeps the report."""
+
+    def __init__(self, ctx: Context, report: FetchReport, progress: Progress | None) -> None:
+        self.ctx = ctx
+        self.report = report
+        self.progress = progress
+        self.upstream = ctx.upstream()
+
+    def save(self, outcome: BatchOutcome) -> None:
+        """Write one batch's documents and count it."""
+        report = self.report
+        _write(self.ctx, outcome.documents)
+        report.fetched += len(outcome.documents)
+        report.missing.extend(outcome.missing)
+        if self.progress:
+            self.progress(
+                report.already_cached + report.fetched + len(report.missing), report.requested
+            )
+
+    def one_pass(self, batches: list[list[str]]) -> list[list[str]]:
+        """Fetch and save `batches`; return those that failed (or were never tried)."""
+        from ..upstream.batching import fetch_batch
+
+        report = self.report
+        failed: list[list[str]] = []
+        in_a_row = 0
+        for i, batch in enumerate(batches):
+            try:
+                outcome = fetch_batch(self.upstream, batch)
+            except (AuthError, PermissionDenied) as exc:
+                # Every other batch would be refused the same way.
+                report.error, report.stopped = exc, "upstream refused the key or the API"
+                return failed + batches[i:]
+            except UpstreamError as exc:
+                log.warning("fetch: a batch of %d failed: %s", len(batch), exc.message)
+                report.error = exc
+                failed.append(batch)
+                in_a_row += 1
+                if in_a_row >= FETCH_STOP_AFTER and i + 1 < len(batches):
+                    report.stopped = (
+                        f"{in_a_row} batches in a row failed, so the other "
+                        f"{len(batches) - i - 1} were not tried"
+                    )
+                    return failed + batches[i + 1 :]
+                continue
+            in_a_row = 0
+            self.save(outcome)
+        return failed
 
 
 def import_file(ctx: Context, path: Path) -> int:

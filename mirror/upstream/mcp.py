@@ -46,7 +46,7 @@ from .base import (
 )
 from .http_errors import ErrorDetail, fail, parse_error_body, parse_error_text, raise_for_response
 from .mcp_payloads import ANSWER_TOOL, GET_TOOL, SEARCH_TOOL
-from .retry import ANSWER_QUOTA, GET_QUOTA, SEARCH_QUOTA, Quota
+from .retry import ANSWER_QUOTA, GET_QUOTA, SEARCH_QUOTA, Quota, broken_body
 
 log = logging.getLogger("mirror.upstream")
 
@@ -263,7 +263,10 @@ def _from_json(text: str, rid: int, where: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError:
-        raise ProtocolError(f"{where} answered with a body that is not JSON") from None
+        # Cut short or garbled on the way: as passing as a 503, so worth another try.
+        raise broken_body(
+            where, f"answered with a body that is not JSON ({len(text)} chars)"
+        ) from None
     message = _match(data, rid)
     if message is None:
         raise ProtocolError(f"{where} answered without a JSON-RPC response to request {rid}")
@@ -279,7 +282,8 @@ def _from_sse(lines: Iterable[str], rid: int, where: str) -> dict[str, Any]:
                 try:
                     event = json.loads("\n".join(data))
                 except ValueError:
-                    raise ProtocolError(f"{where} sent an event that is not JSON") from None
+                    # An event cut mid-stream (or garbled): try the call again.
+                    raise broken_body(where, "sent an event that is not JSON") from None
                 data = []
                 message = _match(event, rid)
                 if message is not None:
@@ -288,7 +292,8 @@ def _from_sse(lines: Iterable[str], rid: int, where: str) -> dict[str, Any]:
         field, _, value = line.partition(":")
         if field == "data":
             data.append(value[1:] if value.startswith(" ") else value)
-    raise ProtocolError(f"{where} ended its event stream without answering request {rid}")
+    # The stream stopped before our answer: a connection cut short, worth another try.
+    raise broken_body(where, f"ended its event stream without answering request {rid}")
 
 
 def _tool_payload(

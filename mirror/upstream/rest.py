@@ -23,7 +23,7 @@ from .base import (
     quoted,
 )
 from .http_errors import raise_for_response
-from .retry import ANSWER_QUOTA, GET_QUOTA, SEARCH_QUOTA, Quota
+from .retry import ANSWER_QUOTA, GET_QUOTA, SEARCH_QUOTA, Quota, broken_body
 
 log = logging.getLogger("mirror.upstream")
 
@@ -149,10 +149,12 @@ class RestUpstream(HttpUpstream):
             try:
                 return response.json()
             except ValueError:
-                # A 200 that is not JSON will not improve on a retry: the contract is broken.
-                raise ProtocolError(
-                    f"{what}: HTTP {response.status_code} but the body is not JSON "
-                    f"({response.headers.get('content-type', 'no content-type')})"
+                # Cut short or garbled on the way (a proxy, a dropped stream): try again.
+                raise broken_body(
+                    what,
+                    f"HTTP {response.status_code} but the body is not JSON "
+                    f"({len(response.content)} bytes, "
+                    f"{response.headers.get('content-type', 'no content-type')})",
                 ) from None
 
         return self._paced_retry(what, attempt, quota)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from ..config import (
     ENV_GET_RATE,
     ENV_SEARCH_RATE,
 )
-from ..errors import QuotaExceeded, Unavailable, UpstreamError
+from ..errors import ProtocolError, QuotaExceeded, Unavailable, UpstreamError
 
 log = logging.getLogger("mirror.upstream")
 
@@ -56,6 +57,15 @@ ANSWER_QUOTA_HINT = (
 UNAVAILABLE_HINT = (
     "upstream is down, overloaded or unreachable; try again later, or read what is already "
     "mirrored with --offline"
+)
+BROKEN_BODY_HINT = (
+    "upstream (or a proxy in between) keeps sending cut or garbled answers; try again later, "
+    "or read what is already mirrored with --offline"
+)
+DNS_HINT = (
+    "check the host in the upstream URL (--upstream / DK_MIRROR_UPSTREAM) for a typo, and that "
+    "this machine has a network connection and a working DNS resolver (VPN, proxy); or read "
+    "what is already mirrored with --offline"
 )
 
 
@@ -127,8 +137,32 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - wall)
 
 
+def broken_body(what: str, detail: str) -> Transient:
+    """A 200 whose body is not the promised JSON (cut short, garbled): worth another try.
+
+    Truncation by a proxy or a dropped stream is as passing as a 503, so it spends the same
+    attempt budget and deadline; well-formed JSON of the wrong shape is a ProtocolError instead.
+    """
+    return Transient(ProtocolError(f"{what}: {detail}"))
+
+
+def dns_failure(exc: BaseException) -> socket.gaierror | None:
+    """The name-resolution error behind a connect failure, if that is what it was."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # httpx -> httpcore -> socket; bounded in case of a cycle
+        if seen is None:
+            return None
+        if isinstance(seen, socket.gaierror):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def is_transient(exc: BaseException) -> bool:
-    """True for failures a retry may cure (429/5xx answers and transport errors)."""
+    """True for failures a retry may cure (429/5xx answers, broken bodies, transport errors)."""
+    if isinstance(exc, httpx.ConnectError) and dns_failure(exc) is not None:
+        # A host that does not resolve now will not resolve in a second: say so at once.
+        return False
     return isinstance(exc, (Transient, *_TRANSIENT_TRANSPORT))
 
 
@@ -198,7 +232,20 @@ def call_with_retry(
         raise QuotaExceeded(err.message, status=err.status, code=err.code, hint=quota.hint) from exc
     except httpx.HTTPError as exc:
         # Not transient (e.g. an unsupported URL scheme): still report it in our own tree.
+        if (lookup := dns_failure(exc)) is not None:
+            raise Unavailable(
+                f"{what}: cannot resolve the host {_host(exc)!r} (DNS lookup failed: "
+                f"{lookup.strerror or lookup})",
+                hint=DNS_HINT,
+            ) from exc
         raise Unavailable(f"{what}: {_reason(exc)}", hint=UNAVAILABLE_HINT) from exc
+
+
+def _host(exc: httpx.HTTPError) -> str:
+    try:
+        return exc.request.url.host
+    except RuntimeError:  # an error raised without its request
+        return "(unknown host)"
 
 
 def _reason(exc: BaseException | None) -> str:
@@ -236,5 +283,7 @@ def _gave_up(
         err = exc.error
         if isinstance(err, QuotaExceeded):
             return QuotaExceeded(message, status=err.status, code=err.code, hint=quota.hint)
+        if isinstance(err, ProtocolError):
+            return ProtocolError(message, status=err.status, code=err.code, hint=BROKEN_BODY_HINT)
         return Unavailable(message, status=err.status, code=err.code, hint=UNAVAILABLE_HINT)
     return Unavailable(message, hint=UNAVAILABLE_HINT)
