@@ -29,6 +29,7 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "DK_MIRROR_ANSWERS_PER_DAY",
         "DEVELOPER_KNOWLEDGE_API_KEY",
         "DK_MIRROR_SERVE_TOKEN",
+        "DK_MIRROR_MAX_DOCUMENT_BYTES",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("DK_MIRROR_HOME", str(tmp_path / "home"))

@@ -14,7 +14,7 @@ from .. import __version__
 from ..config import ENV_API_KEY
 from ..errors import MirrorError, SchemaError, StoreError
 from . import render
-from .common import global_options, json_option, open_mirror
+from .common import global_options, json_option, max_document_option, open_mirror
 
 
 @click.command()
@@ -65,15 +65,27 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.command(name="import")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--sample", is_flag=True, help="Import the sample documents shipped with dk-mirror.")
+@max_document_option
 @global_options
 @click.pass_context
 def import_(ctx: click.Context, file: Path | None, sample: bool) -> None:
-    """Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing."""
+    """Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.
+
+    A name given more than once is stored once: its last copy wins.
+    """
     if bool(file) == sample:
         raise click.UsageError("give either FILE or --sample")
     mirror = open_mirror(ctx)
-    count = mirror.import_sample() if sample else mirror.import_file(file)  # type: ignore[arg-type]
-    click.echo(f"imported {count} documents into {mirror.store.url}", err=True)
+    report = mirror.import_sample() if sample else mirror.import_file(file)  # type: ignore[arg-type]
+    repeats = ""
+    if report.duplicates:
+        repeats = (
+            f" ({report.duplicates} duplicate record(s) of a name seen before: last copy kept)"
+        )
+    click.echo(
+        f"imported {report.documents} documents into {mirror.store.url}{repeats}",
+        err=True,
+    )
 
 
 def _checks(mirror: Any) -> list[tuple[str, str, str]]:
@@ -211,7 +223,9 @@ def demo(ctx: click.Context) -> None:
                 raise report.error
             source = settings.upstream
         except MirrorError as exc:
-            click.echo(f"warning: cannot fetch from upstream ({exc.message})", err=True)
+            click.echo(
+                f"warning: cannot fetch from upstream ({render.clean(exc.message)})", err=True
+            )
     else:
         click.echo(f"no {ENV_API_KEY} set: using the sample documents", err=True)
     if source != settings.upstream:
@@ -221,7 +235,8 @@ def demo(ctx: click.Context) -> None:
     doc = result.documents[0]
     lines = (doc.content or "").splitlines()
     click.echo(f"\n{doc.name} ({result.served[0].source}, no network used):\n")
-    click.echo("\n".join(lines[:20]) + ("\n..." if len(lines) > 20 else ""))
+    excerpt = "\n".join(lines[:20]) + ("\n..." if len(lines) > 20 else "")
+    click.echo(render.clean(excerpt, multiline=True))
     click.echo(
         "\nnext:\n"
         "  dk-mirror ls --prefix developer.chrome.com/docs/extensions\n"

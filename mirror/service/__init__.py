@@ -14,7 +14,7 @@ from ..config import Settings
 from ..errors import ConfigError, InvalidInput, NetworkForbidden, NotCached, NotFound, UpstreamError
 from ..models import CachedDocument, Document
 from ..policy import Freshness, freshness
-from ..store.store import Stats, Store, Summary
+from ..store.store import PutReport, Stats, Store, Summary
 
 if TYPE_CHECKING:
     import httpx
@@ -263,18 +263,18 @@ class Mirror:
 
     # -- import, listing, status -------------------------------------------------------------
 
-    def import_file(self, path: Path) -> int:
-        """Import Document records from a JSONL(.gz) file, all or nothing."""
-        from ..records import read_documents
+    def import_file(self, path: Path) -> PutReport:
+        """Import Document records from a JSONL(.gz) file, streamed, all or nothing."""
+        from ..records import iter_documents
 
-        docs = read_documents(path)
-        return self.store.put(docs, fetched_at=self.clock(), upstream=f"import {path.name}")
+        docs = iter_documents(path, max_document_bytes=self.settings.max_document_bytes)
+        return self.store.put_stream(docs, fetched_at=self.clock(), upstream=f"import {path.name}")
 
-    def import_sample(self) -> int:
+    def import_sample(self) -> PutReport:
         """Import the sample documents shipped with dk-mirror."""
-        from ..records import read_sample
+        from ..records import iter_sample
 
-        return self.store.put(read_sample(), fetched_at=self.clock(), upstream="sample")
+        return self.store.put_stream(iter_sample(), fetched_at=self.clock(), upstream="sample")
 
     # -- search and answers ------------------------------------------------------------------
 
