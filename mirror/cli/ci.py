@@ -8,7 +8,14 @@ from typing import Any
 import click
 
 from . import render
-from .common import duration, global_options, json_option, open_mirror
+from .common import (
+    document_limit,
+    duration,
+    global_options,
+    json_option,
+    max_document_option,
+    open_mirror,
+)
 
 PathArg = click.Path(path_type=Path, dir_okay=False)
 ExistingFile = click.Path(path_type=Path, dir_okay=False, exists=True)
@@ -66,25 +73,27 @@ def export(
 
 @snapshot.command()
 @click.argument("file", type=ExistingFile)
+@max_document_option
 @json_option
 @click.pass_context
 def verify(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Recompute every hash offline; exit 1 naming each document that does not match."""
     from ..snapshots.read import verify as run_verify
 
-    report = run_verify(file)
+    report = run_verify(file, max_document_bytes=document_limit(ctx))
     if as_json:
         click.echo(render.to_json(report.to_json()))
     elif report.ok and report.manifest:
         click.echo(f"ok: {report.manifest.count} entries, {report.manifest.root}")
     for problem in report.problems:
-        click.echo(f"error: {problem}", err=True)
+        click.echo(f"error: {render.clean(problem)}", err=True)
     if not report.ok:
         ctx.exit(1)
 
 
 @snapshot.command(name="import")
 @click.argument("file", type=ExistingFile)
+@max_document_option
 @global_options
 @click.pass_context
 def import_(ctx: click.Context, file: Path) -> None:
@@ -120,16 +129,17 @@ def diff(
         click.echo(render.to_json(result.to_json()))
     else:
         for name in result.added:
-            click.echo(f"added    {name}")
+            click.echo(f"added    {render.clean(name)}")
         for name in result.removed:
-            click.echo(f"removed  {name}")
+            click.echo(f"removed  {render.clean(name)}")
         for name, what in result.changed:
-            click.echo(f"changed  {name} ({what})")
+            click.echo(f"changed  {render.clean(name)} ({what})")
         if content:
             docs_a = {d.name: d for d in left.documents}
             docs_b = {d.name: d for d in right.documents}
             for name in [*result.added, *result.removed, *(n for n, _ in result.changed)]:
-                click.echo(unified_content_diff(docs_a.get(name), docs_b.get(name)), nl=False)
+                text = unified_content_diff(docs_a.get(name), docs_b.get(name))
+                click.echo(render.clean(text, multiline=True), nl=False)
     if exit_code and not result.empty:
         ctx.exit(1)
 
@@ -153,9 +163,9 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
         }))  # fmt: skip
     else:
         for name in report.changed:
-            click.echo(f"changed upstream  {name}")
+            click.echo(f"changed upstream  {render.clean(name)}")
         for name in report.removed:
-            click.echo(f"gone upstream     {name}")
+            click.echo(f"gone upstream     {render.clean(name)}")
         click.echo(
             f"{len(report.changed)} changed, {len(report.removed)} gone of {report.pinned} "
             f"pinned; snapshot age {render.age(report.age_seconds)}"
@@ -194,7 +204,7 @@ def sync(ctx: click.Context, locked: bool, lock_file: Path, source: Path | None)
     mirror = open_mirror(ctx)
     report = mirror.sync_locked(lock_file, source=source)
     for mismatch in report.mismatches:
-        click.echo(f"error: {mismatch}", err=True)
+        click.echo(f"error: {render.clean(str(mismatch))}", err=True)
     if report.mismatches:
         click.echo(f"{len(report.mismatches)} of {report.locked} locked documents differ; "
                    "nothing was written", err=True)  # fmt: skip

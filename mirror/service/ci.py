@@ -119,7 +119,8 @@ def store_state(mirror: Mirror) -> snapshot.State:
 
 def import_snapshot(mirror: Mirror, path: Path) -> ImportReport:
     """Verify a snapshot completely, then write it in one transaction (all or nothing)."""
-    snap = read_snapshot(path)  # raises, naming every bad document, before anything is written
+    # Raises, naming every bad document, before anything is written.
+    snap = read_snapshot(path, max_document_bytes=mirror.settings.max_document_bytes)
     manifest = snap.manifest
     if manifest.kind == "delta":
         apply_delta(store_state(mirror), snap)  # refuses a delta made on another base
