@@ -88,6 +88,28 @@ def import_(ctx: click.Context, file: Path | None, sample: bool) -> None:
     )
 
 
+# The WAL-reset bug: two connections writing or checkpointing the same WAL database at the same
+# moment can corrupt it. Affected: 3.7.0 (WAL's first release) up to 3.51.2; fixed in 3.51.3
+# (2026-03-13), 3.52.0 and later, with fixes backported to 3.44.6 and 3.50.7.
+# Sources: https://www.sqlite.org/wal.html#walresetbug and
+# https://sqlite.org/releaselog/3_51_3.html ("Fix the WAL-reset database corruption bug").
+WAL_RESET_BUG = ((3, 7, 0), (3, 51, 3))
+WAL_RESET_BACKPORTS = ((3, 44, 6), (3, 50, 7))
+
+
+def wal_reset_bug(version: str) -> bool:
+    """Whether SQLite `version` (e.g. "3.40.1") has the WAL-reset corruption bug."""
+    try:
+        parts = tuple(int(p) for p in version.split(".")[:3])
+    except ValueError:
+        return False  # not a version we can judge; say nothing rather than guess
+    release = (*parts, 0, 0, 0)[:3]
+    first, fixed = WAL_RESET_BUG
+    if not first <= release < fixed:
+        return False
+    return not any(release[:2] == b[:2] and release >= b for b in WAL_RESET_BACKPORTS)
+
+
 def _checks(mirror: Any) -> list[tuple[str, str, str]]:
     """(level, topic, message) rows for `doctor`: level is ok, warn or fail."""
     from ..store.schema import SCHEMA_REVISION
@@ -103,6 +125,16 @@ def _checks(mirror: Any) -> list[tuple[str, str, str]]:
         rows.append(("ok", "sqlite", f"SQLite {version} with FTS5 (offline search)"))
     else:
         rows.append(("warn", "sqlite", f"SQLite {version} without FTS5: no offline search"))
+    if wal_reset_bug(version):
+        rows.append(
+            (
+                "warn",
+                "sqlite",
+                f"SQLite {version} has the WAL-reset bug, which can corrupt a store written by "
+                "two processes at once (https://www.sqlite.org/wal.html#walresetbug): upgrade "
+                "to SQLite 3.51.3 or later (3.50.7+, 3.44.6+), or run one writer at a time",
+            )
+        )
     try:
         store = Store.open(settings.db_url, upgrade=False)
     except SchemaError as exc:
