@@ -25,6 +25,7 @@ HINT = 1 << 16
 # if larger), to find its end and name its document; beyond that reading stops: the input is
 # hostile or not JSON Lines, and inflating a bomb to its end would only burn time.
 DRAIN_BYTES = 64 << 20
+_NEWLINES = b"\n" * 4096
 # `"name": "documents/..."` as a JSON member; a quote inside a JSON string is always escaped,
 # so this cannot match inside a string value.
 _NAME = re.compile(rb'"name"\s*:\s*("documents/(?:[^"\\]|\\.){0,1200}")')
@@ -146,7 +147,12 @@ class LineReader:
             pos, end = 0, len(block)
             while pos < end:
                 if not started:
-                    skipped = _end_of(self._skip.match(block, pos), pos)
+                    skipped = pos
+                    # A flood of blank lines goes by at memcmp speed, a page at a time; the
+                    # regex (3x slower) then takes the rest of the run.
+                    while block.startswith(_NEWLINES, skipped):
+                        skipped += len(_NEWLINES)
+                    skipped = _end_of(self._skip.match(block, skipped), skipped)
                     if skipped > pos:
                         blank = block.count(b"\n", pos, skipped)
                         if blank:
