@@ -27,6 +27,9 @@ ENV_SEARCH_RATE = "DK_MIRROR_SEARCH_PER_MINUTE"
 ENV_ANSWERS_PER_DAY = "DK_MIRROR_ANSWERS_PER_DAY"
 # Bearer token `dk-mirror serve` requires of every request (required off loopback).
 ENV_SERVE_TOKEN = "DK_MIRROR_SERVE_TOKEN"
+# Largest document record (one JSON line) `import` and snapshot verify/import accept.
+ENV_MAX_DOCUMENT_BYTES = "DK_MIRROR_MAX_DOCUMENT_BYTES"
+
 # Every environment variable dk-mirror reads: the README documents exactly these, and the
 # tests clear them all so a developer's own settings never leak into a run.
 ENV_VARS = (
@@ -42,6 +45,7 @@ ENV_VARS = (
     ENV_SEARCH_RATE,
     ENV_ANSWERS_PER_DAY,
     ENV_SERVE_TOKEN,
+    ENV_MAX_DOCUMENT_BYTES,
 )
 
 GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"
@@ -62,6 +66,11 @@ DEFAULT_SEARCH_PER_MINUTE = 100
 # The documented default AnswerQuery quota, per project per day.
 DEFAULT_ANSWERS_PER_DAY = 50
 DB_FILE = "dk-mirror.sqlite3"
+# The largest page in shared/corpus is under 100 KB as a JSON line; 16 MiB leaves room for any
+# real page while bounding what one hostile line can cost (memory is a few times this).
+DEFAULT_MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+# Below this a limit would refuse ordinary pages (and the manifest check reads 64 bytes).
+MIN_DOCUMENT_BYTES = 1024
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -100,6 +109,20 @@ def _count(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> 
     return int(text)
 
 
+def document_limit(env: Mapping[str, str], given: int | None = None) -> int:
+    """The document size limit: `given` (an option), else the environment, else the default."""
+    if given is not None:
+        if given < MIN_DOCUMENT_BYTES:
+            raise ConfigError(
+                f"a document limit of {given} bytes is below the minimum of {MIN_DOCUMENT_BYTES}",
+                hint=f"give --max-document-bytes of at least {MIN_DOCUMENT_BYTES}",
+            )
+        return given
+    return _count(
+        env, ENV_MAX_DOCUMENT_BYTES, DEFAULT_MAX_DOCUMENT_BYTES, minimum=MIN_DOCUMENT_BYTES
+    )
+
+
 def default_home() -> Path:
     """The user data directory for this platform (XDG on Linux)."""
     import platformdirs  # deferred: only needed when no DK_MIRROR_HOME/--db is given
@@ -129,6 +152,7 @@ class Settings:
     get_per_minute: int = DEFAULT_GET_PER_MINUTE
     search_per_minute: int = DEFAULT_SEARCH_PER_MINUTE
     answers_per_day: int = DEFAULT_ANSWERS_PER_DAY
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
 
     def __post_init__(self) -> None:
         # Callers (tests, embedding programs) may pass the transport as a plain string.
@@ -158,6 +182,7 @@ class Settings:
         offline: bool | None = None,
         strict_offline: bool | None = None,
         max_age: str | None = None,
+        max_document_bytes: int | None = None,
     ) -> Settings:
         """Options win over environment variables, which win over defaults."""
         env = os.environ if env is None else env
@@ -198,4 +223,5 @@ class Settings:
             get_per_minute=get_rate,
             search_per_minute=search_rate,
             answers_per_day=answers,
+            max_document_bytes=document_limit(env, max_document_bytes),
         )

@@ -391,3 +391,15 @@ class Health:
             "apiKeySet": self.api_key_set,
             "sqliteVersion": self.sqlite_version,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class PutReport:
+    """What a streamed write stored: distinct documents, and repeats of a name (last one won)."""
+
+    documents: int
+    duplicates: int
+
+    def to_json(self) -> dict[str, Any]:
+        """As `import --json` prints it."""
+        return {"imported": self.documents, "duplicates": self.duplicates}

@@ -1,40 +1,50 @@
-"""Reading Document records from JSON Lines files (plain or gzip), as in shared/corpus."""
+"""Reading Document records from JSON Lines files (plain or gzip), as in shared/corpus.
+
+Streamed with bounded memory (mirror/lines.py): a record longer than the document limit is
+refused before it is parsed, naming its line and, when it can be found, its document.
+"""
 
 from __future__ import annotations
 
-import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
+from .config import DEFAULT_MAX_DOCUMENT_BYTES, ENV_MAX_DOCUMENT_BYTES
 from .errors import InvalidInput, MirrorError
+from .lines import GZIP_MAGIC, Line, LineReader, blocks
 from .models import Document
 from .names import normalize
 
-GZIP_MAGIC = b"\x1f\x8b"
+
+def _too_long(where: str, line: Line, limit: int) -> InvalidInput:
+    what = f"document {line.name!r}" if line.name else "a record (its name was not found)"
+    size = f"is {line.length} bytes" if line.ended else f"is more than {line.length} bytes"
+    return InvalidInput(
+        f"{where} line {line.number}: {what} {size}, over the limit of {limit} bytes",
+        hint=f"if the document is genuine, raise --max-document-bytes or {ENV_MAX_DOCUMENT_BYTES};"
+        " nothing was imported",
+    )
 
 
-def _open_text(path: Path) -> IO[str]:
-    with path.open("rb") as probe:
-        magic = probe.read(2)
-    if magic == GZIP_MAGIC:
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
-
-
-def _parse(lines: Iterator[str], where: str) -> list[Document]:
-    docs = []
-    lineno = 0
+def _parse(lines: Iterable[Line], where: str, limit: int) -> Iterator[Document]:
+    number = 0
     try:
-        for lineno, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
+        for line in lines:
+            number = line.number
+            if line.too_long:
+                raise _too_long(where, line, limit)
             try:
-                data = json.loads(line)
+                data = json.loads(line.data.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(
+                    f"{where} line {number}: not UTF-8 ({exc.reason} at byte {exc.start})",
+                    hint="each line must be one Document object in UTF-8, as in shared/corpus",
+                ) from None
             except json.JSONDecodeError as exc:
                 raise InvalidInput(
-                    f"{where} line {lineno}: not JSON ({exc.msg} at column {exc.colno})",
+                    f"{where} line {number}: not JSON ({exc.msg} at column {exc.colno})",
                     hint="each line must be one Document object, as in shared/corpus",
                 ) from None
             try:
@@ -43,38 +53,61 @@ def _parse(lines: Iterator[str], where: str) -> list[Document]:
                     raise InvalidInput(f"name {doc.name!r} is not in canonical form")
             except MirrorError as exc:
                 raise InvalidInput(
-                    f"{where} line {lineno}: {exc.message}",
+                    f"{where} line {number}: {exc.message}",
                     hint="each line must be a Document with a `name` like documents/{host}/{path}",
                 ) from None
             if doc.content is None:
                 raise InvalidInput(
-                    f"{where} line {lineno}: {doc.name} has no `content`",
+                    f"{where} line {number}: {doc.name} has no `content`",
                     hint="import full documents (DOCUMENT_VIEW_CONTENT records)",
                 )
-            docs.append(doc.with_derived_fields())
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        # A truncated gzip stream or bad bytes: refuse the whole file, import nothing.
+            yield doc.with_derived_fields()
+    except (OSError, EOFError) as exc:
+        # A truncated or corrupt gzip stream: refuse the whole file, import nothing.
         raise InvalidInput(
-            f"{where}: unreadable after line {lineno}: {exc}",
+            f"{where}: unreadable after line {number}: {exc}",
             hint="the file looks truncated or corrupt; export or download it again",
         ) from None
-    return docs
 
 
-def read_documents(path: Path) -> list[Document]:
-    """Every Document in a .jsonl or .jsonl.gz file; the first bad line fails the whole file."""
+def _documents(raw: IO[bytes], where: str, limit: int) -> Iterator[Document]:
+    with raw:
+        compressed = raw.read(2) == GZIP_MAGIC
+        raw.seek(0)
+        reader = LineReader(blocks(raw, compressed=compressed), limit=limit)
+        yield from _parse(reader, where, limit)
+
+
+def iter_documents(
+    path: Path, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+) -> Iterator[Document]:
+    """Documents of a .jsonl or .jsonl.gz file, streamed; a bad line raises InvalidInput.
+
+    The file is opened now (so a bad path fails before anything else happens) and read as the
+    result is iterated; a caller that must be all-or-nothing writes inside one transaction.
+    """
     try:
-        stream = _open_text(path)
+        raw = path.open("rb")
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}", hint="check the path") from None
-    with stream:
-        return _parse(iter(stream), str(path))
+    return _documents(raw, str(path), max_document_bytes)
+
+
+def read_documents(
+    path: Path, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+) -> list[Document]:
+    """Every Document in a .jsonl or .jsonl.gz file as a list (small files, benchmarks)."""
+    return list(iter_documents(path, max_document_bytes=max_document_bytes))
+
+
+def iter_sample() -> Iterator[Document]:
+    """The sample documents shipped inside the package, streamed."""
+    from importlib.resources import files
+
+    resource = files("mirror.sample").joinpath("docs.jsonl.gz")
+    return _documents(resource.open("rb"), "sample docs", DEFAULT_MAX_DOCUMENT_BYTES)
 
 
 def read_sample() -> list[Document]:
     """The sample documents shipped inside the package."""
-    from importlib.resources import files
-
-    resource = files("mirror.sample").joinpath("docs.jsonl.gz")
-    with resource.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as text:
-        return _parse(iter(text), "sample docs")
+    return list(iter_sample())

@@ -14,7 +14,7 @@ from ..errors import MirrorError, SchemaError, StoreError
 from ..policy import Mode
 from ..service import Mirror
 from . import render
-from .common import global_options, json_option, open_mirror
+from .common import global_options, json_option, max_document_option, open_mirror
 
 
 @click.command()
@@ -56,15 +56,49 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.command(name="import")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--sample", is_flag=True, help="Import the sample documents shipped with dk-mirror.")
+@max_document_option
 @global_options
 @click.pass_context
 def import_(ctx: click.Context, file: Path | None, sample: bool) -> None:
-    """Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing."""
+    """Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.
+
+    A name given more than once is stored once: its last copy wins.
+    """
     if bool(file) == sample:
         raise click.UsageError("give either FILE or --sample")
     mirror = open_mirror(ctx)
-    count = mirror.import_sample() if sample else mirror.import_file(file)  # type: ignore[arg-type]
-    click.echo(f"imported {count} documents into {mirror.store_url}", err=True)
+    report = mirror.import_sample() if sample else mirror.import_file(file)  # type: ignore[arg-type]
+    repeats = ""
+    if report.duplicates:
+        repeats = (
+            f" ({report.duplicates} duplicate record(s) of a name seen before: last copy kept)"
+        )
+    click.echo(
+        f"imported {report.documents} documents into {mirror.store_url}{repeats}",
+        err=True,
+    )
+
+
+# The WAL-reset bug: two connections writing or checkpointing the same WAL database at the same
+# moment can corrupt it. Affected: 3.7.0 (WAL's first release) up to 3.51.2; fixed in 3.51.3
+# (2026-03-13), 3.52.0 and later, with fixes backported to 3.44.6 and 3.50.7.
+# Sources: https://www.sqlite.org/wal.html#walresetbug and
+# https://sqlite.org/releaselog/3_51_3.html ("Fix the WAL-reset database corruption bug").
+WAL_RESET_BUG = ((3, 7, 0), (3, 51, 3))
+WAL_RESET_BACKPORTS = ((3, 44, 6), (3, 50, 7))
+
+
+def wal_reset_bug(version: str) -> bool:
+    """Whether SQLite `version` (e.g. "3.40.1") has the WAL-reset corruption bug."""
+    try:
+        parts = tuple(int(p) for p in version.split(".")[:3])
+    except ValueError:
+        return False  # not a version we can judge; say nothing rather than guess
+    release = (*parts, 0, 0, 0)[:3]
+    first, fixed = WAL_RESET_BUG
+    if not first <= release < fixed:
+        return False
+    return not any(release[:2] == b[:2] and release >= b for b in WAL_RESET_BACKPORTS)
 
 
 def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
@@ -79,6 +113,16 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
         rows.append(("ok", "sqlite", f"SQLite {version} with FTS5 (offline search)"))
     else:
         rows.append(("warn", "sqlite", f"SQLite {version} without FTS5: no offline search"))
+    if wal_reset_bug(version):
+        rows.append(
+            (
+                "warn",
+                "sqlite",
+                f"SQLite {version} has the WAL-reset bug, which can corrupt a store written by "
+                "two processes at once (https://www.sqlite.org/wal.html#walresetbug): upgrade "
+                "to SQLite 3.51.3 or later (3.50.7+, 3.44.6+), or run one writer at a time",
+            )
+        )
     try:
         health = mirror.health(integrity=True)
     except SchemaError as exc:
@@ -183,7 +227,9 @@ def demo(ctx: click.Context) -> None:
                 raise report.error
             source = settings.upstream
         except MirrorError as exc:
-            click.echo(f"warning: cannot fetch from upstream ({exc.message})", err=True)
+            click.echo(
+                f"warning: cannot fetch from upstream ({render.clean(exc.message)})", err=True
+            )
     else:
         click.echo(f"no {ENV_API_KEY} set: using the sample documents", err=True)
     if source != settings.upstream:
@@ -193,7 +239,8 @@ def demo(ctx: click.Context) -> None:
     doc = result.documents[0]
     lines = (doc.content or "").splitlines()
     click.echo(f"\n{doc.name} ({result.served[0].source}, no network used):\n")
-    click.echo("\n".join(lines[:20]) + ("\n..." if len(lines) > 20 else ""))
+    excerpt = "\n".join(lines[:20]) + ("\n..." if len(lines) > 20 else "")
+    click.echo(render.clean(excerpt, multiline=True))
     click.echo(
         "\nnext:\n"
         "  dk-mirror ls --prefix developer.chrome.com/docs/extensions\n"

@@ -9,7 +9,14 @@ import click
 
 from ..service import Mirror
 from . import render
-from .common import duration, global_options, json_option, open_mirror
+from .common import (
+    document_limit,
+    duration,
+    global_options,
+    json_option,
+    max_document_option,
+    open_mirror,
+)
 
 PathArg = click.Path(path_type=Path, dir_okay=False)
 ExistingFile = click.Path(path_type=Path, dir_okay=False, exists=True)
@@ -63,23 +70,25 @@ def export(
 
 @snapshot.command()
 @click.argument("file", type=ExistingFile)
+@max_document_option
 @json_option
 @click.pass_context
 def verify(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Recompute every hash offline; exit 1 naming each document that does not match."""
-    report = Mirror.verify_snapshot(file)
+    report = Mirror.verify_snapshot(file, max_document_bytes=document_limit(ctx))
     if as_json:
         click.echo(render.to_json(report.to_json()))
     elif report.ok and report.manifest:
         click.echo(f"ok: {report.manifest.count} entries, {report.manifest.root}")
     for problem in report.problems:
-        click.echo(f"error: {problem}", err=True)
+        click.echo(f"error: {render.clean(problem)}", err=True)
     if not report.ok:
         ctx.exit(1)
 
 
 @snapshot.command(name="import")
 @click.argument("file", type=ExistingFile)
+@max_document_option
 @json_option
 @global_options
 @click.pass_context
@@ -117,16 +126,17 @@ def diff(
         click.echo(render.to_json(result.to_json()))
     else:
         for name in result.added:
-            click.echo(f"added    {name}")
+            click.echo(f"added    {render.clean(name)}")
         for name in result.removed:
-            click.echo(f"removed  {name}")
+            click.echo(f"removed  {render.clean(name)}")
         for name, what in result.changed:
-            click.echo(f"changed  {name} ({what})")
+            click.echo(f"changed  {render.clean(name)} ({what})")
         if content:
             docs_a = {d.name: d for d in left.documents}
             docs_b = {d.name: d for d in right.documents}
             for name in [*result.added, *result.removed, *(n for n, _ in result.changed)]:
-                click.echo(unified_content_diff(docs_a.get(name), docs_b.get(name)), nl=False)
+                text = unified_content_diff(docs_a.get(name), docs_b.get(name))
+                click.echo(render.clean(text, multiline=True), nl=False)
     if exit_code and not result.empty:
         ctx.exit(1)
 
@@ -146,9 +156,9 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
         click.echo(render.to_json(report.to_json()))
     else:
         for name in report.changed:
-            click.echo(f"changed upstream  {name}")
+            click.echo(f"changed upstream  {render.clean(name)}")
         for name in report.removed:
-            click.echo(f"gone upstream     {name}")
+            click.echo(f"gone upstream     {render.clean(name)}")
         click.echo(
             f"{len(report.changed)} changed, {len(report.removed)} gone of {report.pinned} "
             f"pinned; snapshot age {render.age(report.age_seconds)}"
@@ -193,7 +203,7 @@ def sync(
         click.echo(render.to_json(report.to_json()))
     else:
         for mismatch in report.mismatches:
-            click.echo(f"error: {mismatch}", err=True)
+            click.echo(f"error: {render.clean(str(mismatch))}", err=True)
     if report.mismatches:
         click.echo(f"{len(report.mismatches)} of {report.locked} locked documents differ; "
                    "nothing was written", err=True)  # fmt: skip

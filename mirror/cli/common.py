@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from ..config import Settings, parse_duration
+from .. import config
+from ..config import (
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    ENV_MAX_DOCUMENT_BYTES,
+    MIN_DOCUMENT_BYTES,
+    Settings,
+    parse_duration,
+)
 from ..errors import InvalidInput
 from ..policy import Mode
 from ..service import Mirror
@@ -74,6 +82,24 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
 
 
+def max_document_option(func: F) -> F:
+    """`--max-document-bytes`: the largest document record a file may hold."""
+    return click.option(
+        "--max-document-bytes",
+        type=click.IntRange(min=MIN_DOCUMENT_BYTES),
+        metavar="BYTES",
+        expose_value=False,
+        callback=_remember,
+        help=f"Refuse a file holding a document record larger than this "
+        f"[default {DEFAULT_MAX_DOCUMENT_BYTES}; env {ENV_MAX_DOCUMENT_BYTES}].",
+    )(func)
+
+
+def document_limit(ctx: click.Context) -> int:
+    """The document size limit from --max-document-bytes, the environment or the default."""
+    return config.document_limit(os.environ, ctx.ensure_object(dict).get("max_document_bytes"))
+
+
 def open_mirror(ctx: click.Context, *, upgrade: bool = True) -> Mirror:
     """A Mirror for the settings given by options and environment (`upgrade`: migrate the
     store when it is opened; `doctor` looks without changing anything)."""
@@ -84,6 +110,7 @@ def open_mirror(ctx: click.Context, *, upgrade: bool = True) -> Mirror:
         transport=given.get("transport"),
         offline=given.get("offline"),
         strict_offline=given.get("strict_offline"),
+        max_document_bytes=given.get("max_document_bytes"),
     )
     mirror = Mirror(settings, upgrade=upgrade)
     ctx.call_on_close(mirror.close)

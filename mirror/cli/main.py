@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found upstream, 4 not
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -30,7 +31,8 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except MirrorError as exc:
-            click.echo(f"error: {exc}", err=True)
+            # Messages quote names and problems from files and the store: escape them.
+            click.echo(f"error: {render.clean(str(exc), multiline=True)}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             # Not click's "Aborted!" and exit 1: every write is one transaction, so nothing
@@ -69,16 +71,21 @@ def get(
         list(names), request_mode(mirror, max_age=max_age, refresh=refresh)
     )
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {render.clean(warning, multiline=True)}", err=True)
     if as_json:
         out = result.to_api()
         out["_mirror"] = {"served": [s.to_json() for s in result.served]}
         click.echo(render.to_json(out))
         return
+    # Piped, the Markdown goes out byte for byte; on a terminal its control characters are
+    # escaped, so a stored page cannot drive the terminal.
+    tty = sys.stdout.isatty()
     for i, doc in enumerate(result.documents):
         if len(result.documents) > 1:
-            click.echo(("\n" if i else "") + f"<!-- {doc.name} -->")
-        click.echo(doc.content or "", nl=not (doc.content or "").endswith("\n"))
+            click.echo(("\n" if i else "") + f"<!-- {render.clean(doc.name)} -->")
+        content = doc.content or ""
+        click.echo(render.clean(content, multiline=True) if tty else content,
+                   nl=not content.endswith("\n"))  # fmt: skip
 
 
 @cli.command()
@@ -134,9 +141,9 @@ def fetch(
             err=True,
         )
         for name in report.missing:
-            click.echo(f"not found: {name}", err=True)
+            click.echo(f"not found: {render.clean(name)}", err=True)
         for name in report.failed:
-            click.echo(f"failed: {name}", err=True)
+            click.echo(f"failed: {render.clean(name)}", err=True)
     if report.failed:
         # The names are listed above; the error says why, the hint how to go on.
         if report.stopped:
@@ -172,7 +179,9 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
         if rows:
             click.echo(render.table(rows))
         else:
-            click.echo("no documents" + (f" under {prefix}" if prefix else ""), err=True)
+            click.echo(
+                "no documents" + (f" under {render.clean(prefix)}" if prefix else ""), err=True
+            )
 
 
 for command in [*search_commands, *pin_commands, *admin_commands]:

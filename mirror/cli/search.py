@@ -17,7 +17,7 @@ def _marked(segments: list[tuple[str, bool]]) -> str:
     tty = sys.stdout.isatty()
     return "".join(
         (click.style(s, bold=True) if tty else f"**{s}**") if marked else s
-        for s, marked in segments
+        for s, marked in ((render.clean(s), marked) for s, marked in segments)
     )
 
 
@@ -60,7 +60,7 @@ def search(
         query, page_size=limit, page_token=page_token, filter=filter_text, fetch=fetch
     )
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {render.clean(warning, multiline=True)}", err=True)
     if as_json:
         click.echo(render.to_json(result.to_json()))
         return
@@ -70,14 +70,16 @@ def search(
     for i, hit in enumerate(result.page.results, start=1):
         title = hit.document.title if hit.document and hit.document.title else hit.parent
         score = f" {hit.relevance_score:.2f}" if hit.relevance_score is not None else ""
-        click.echo(f"{i}. {title}\n   {hit.parent}  [{result.source}{score}]")
+        click.echo(
+            f"{i}. {render.clean(title)}\n   {render.clean(hit.parent)}  [{result.source}{score}]"
+        )
         click.echo(f"   {_marked(best_window(plain_text(hit.content), query))}\n")
     note = f"source: {result.source}"
     if result.recorded_at:
         note += f", recorded {_when(result.recorded_at)}"
     click.echo(note, err=True)
     if result.page.next_page_token:
-        click.echo(f"more: --page-token {result.page.next_page_token}", err=True)
+        click.echo(f"more: --page-token {render.clean(result.page.next_page_token)}", err=True)
 
 
 @click.command()
@@ -91,22 +93,23 @@ def answer(ctx: click.Context, question: str, filter_text: str | None, as_json: 
     mirror = open_mirror(ctx)
     result = mirror.answer_query(question, filter=filter_text)
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {render.clean(warning, multiline=True)}", err=True)
     if as_json:
         click.echo(render.to_json(result.to_json()))
         return
-    click.echo(result.answer.answer_text.rstrip() + "\n")
+    click.echo(render.clean(result.answer.answer_text.rstrip(), multiline=True) + "\n")
     references = result.answer.references
     if references:
         click.echo("References:")
         for i, ref in enumerate(references, start=1):
             title = ref.document.title if ref.document and ref.document.title else ""
-            click.echo(f"  [{i}] {ref.parent}" + (f"  {title}" if title else ""))
+            title = f"  {render.clean(title)}" if title else ""
+            click.echo(f"  [{i}] {render.clean(ref.parent)}{title}")
     note = f"source: {result.source}"
     if result.recorded_at:
         note += f", recorded {_when(result.recorded_at)}"
     if result.stale:
-        note += f"; STALE: changed since: {', '.join(result.stale_names)}"
+        note += f"; STALE: changed since: {render.clean(', '.join(result.stale_names))}"
     if result.quota_used is not None:
         note += f"; quota {result.quota_used}/{result.quota_limit} today"
     click.echo(note, err=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ConfigError, NetworkForbidden
-from ..models import Health, Stats, Summary
+from ..models import Health, PutReport, Stats, Summary
 from ..policy import Mode
 from . import documents
 from .context import Context
@@ -138,11 +138,11 @@ class Mirror:
         """Mirror any number of documents: batches of 20, each written in one transaction."""
         return documents.fetch(self._ctx(), names, mode or self.default_mode(), progress)
 
-    def import_file(self, path: Path) -> int:
+    def import_file(self, path: Path) -> PutReport:
         """Import Document records from a JSONL(.gz) file, all or nothing."""
         return documents.import_file(self._ctx(), path)
 
-    def import_sample(self) -> int:
+    def import_sample(self) -> PutReport:
         """Import the sample documents shipped with dk-mirror."""
         return documents.import_sample(self._ctx())
 
@@ -244,11 +244,13 @@ class Mirror:
         return ci.export_markdown(self._ctx(), root, prefix=prefix_form(prefix) if prefix else None)
 
     @staticmethod
-    def verify_snapshot(path: Path) -> VerifyReport:
+    def verify_snapshot(path: Path, *, max_document_bytes: int | None = None) -> VerifyReport:
         """Recompute every hash of a snapshot file (no store, no network)."""
         from ..snapshots.read import verify
 
-        return verify(path)
+        if max_document_bytes is None:
+            return verify(path)
+        return verify(path, max_document_bytes=max_document_bytes)
 
     @staticmethod
     def read_snapshot(path: Path) -> Snapshot:

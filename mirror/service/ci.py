@@ -134,7 +134,8 @@ def store_state(ctx: Context) -> snapshot.State:
 
 def import_snapshot(ctx: Context, path: Path) -> ImportReport:
     """Verify a snapshot completely, then write it in one transaction (all or nothing)."""
-    snap = read_snapshot(path)  # raises, naming every bad document, before anything is written
+    # Raises, naming every bad document, before anything is written.
+    snap = read_snapshot(path, max_document_bytes=ctx.settings.max_document_bytes)
     manifest = snap.manifest
     if manifest.kind == "delta":
         apply_delta(store_state(ctx), snap)  # refuses a delta made on another base

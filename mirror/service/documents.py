@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .. import limits
 from .. import names as naming
 from ..errors import AuthError, NotCached, NotFound, PermissionDenied, UpstreamError
-from ..models import CachedDocument, Document, Source, Summary, rfc3339
+from ..models import CachedDocument, Document, PutReport, Source, Summary, rfc3339
 from ..policy import Action, Mode, OnFailure, on_failure, plan
 from .context import Context
 
@@ -251,19 +251,19 @@ class _FetchRun:
         return failed
 
 
-def import_file(ctx: Context, path: Path) -> int:
-    """Import Document records from a JSONL(.gz) file, all or nothing."""
-    from ..records import read_documents
+def import_file(ctx: Context, path: Path) -> PutReport:
+    """Import Document records from a JSONL(.gz) file, streamed, all or nothing."""
+    from ..records import iter_documents
 
-    docs = read_documents(path)
-    return ctx.store.put(docs, fetched_at=ctx.clock(), upstream=f"import {path.name}")
+    docs = iter_documents(path, max_document_bytes=ctx.settings.max_document_bytes)
+    return ctx.store.put_stream(docs, fetched_at=ctx.clock(), upstream=f"import {path.name}")
 
 
-def import_sample(ctx: Context) -> int:
+def import_sample(ctx: Context) -> PutReport:
     """Import the sample documents shipped with dk-mirror."""
-    from ..records import read_sample
+    from ..records import iter_sample
 
-    return ctx.store.put(read_sample(), fetched_at=ctx.clock(), upstream="sample")
+    return ctx.store.put_stream(iter_sample(), fetched_at=ctx.clock(), upstream="sample")
 
 
 def prefix_form(prefix: str) -> str:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..canonical import canonical_json, sha256_tag
-from ..errors import MirrorError
+from ..config import DEFAULT_MAX_DOCUMENT_BYTES, ENV_MAX_DOCUMENT_BYTES
+from ..errors import InvalidName, MirrorError
+from ..lines import Line, LineReader, blocks
 from ..models import Document
+from ..names import normalize
 from .format import (
     FORMAT,
     HASH,
@@ -91,35 +93,27 @@ def _manifest_from_json(obj: object) -> Manifest:
     return manifest
 
 
+# The manifest line lists every entry, so it may grow with them: this much per entry line read
+# (a 500-character name in escaped UTF-8 plus two tagged digests) on top of a fixed allowance.
+MANIFEST_BASE = 1 << 16
+MANIFEST_PER_ENTRY = 2304
+# Problems recorded one by one; past this they are only counted (a hostile file can hold
+# millions of bad lines, and a report that big helps nobody).
+MAX_PROBLEMS = 1000
+
+
+def _check_name(name: str) -> None:
+    """Refuse a name that `get` and `import` would refuse, or that is not already canonical."""
+    try:
+        canonical = normalize(name)
+    except InvalidName as exc:
+        raise _Bad(f"bad document name {name[:200]!r}: {exc.message}") from None
+    if canonical != name:
+        raise _Bad(f"document name {name[:200]!r} is not canonical (would be {canonical!r})")
+
+
 def _reject_constant(text: str) -> object:
     raise ValueError(f"{text} is not JSON")
-
-
-def _gunzip_lines(f: Any) -> Iterator[bytes]:
-    """Lines of a gzip stream, decompressed in large blocks (GzipFile.readline is 3x slower).
-
-    A truncated stream yields its last partial line without a newline and then raises EOFError,
-    as GzipFile does; bytes after the gzip member are refused like GzipFile refuses them.
-    """
-    inflater = zlib.decompressobj(wbits=31)  # 31: expect a gzip header and trailer
-    pending = b""
-    while True:
-        block = f.read(1 << 20)
-        if not block:
-            break
-        pending += inflater.decompress(block)
-        if inflater.unused_data:
-            raise OSError("data after the end of the gzip stream")
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            yield line + b"\n"
-        if inflater.eof:
-            break
-    pending += inflater.flush()
-    if pending:
-        yield pending
-    if not inflater.eof:
-        raise EOFError("compressed file ended before the end-of-stream marker was reached")
 
 
 # One decoder for every line: json.loads with options builds a new decoder per call.
@@ -129,46 +123,90 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 class _Scan:
     """Reads a snapshot once, recording every problem instead of stopping at the first."""
 
-    def __init__(self, keep: bool) -> None:
+    def __init__(self, keep: bool, limit: int) -> None:
         self.keep = keep
+        self.limit = limit
         self.problems: list[str] = []
+        self.unlisted = 0  # problems past MAX_PROBLEMS, counted only
         self.bad: set[str] = set()
         self.found: dict[str, Entry] = {}
         self.documents: list[Document] = []
         self.manifest: Manifest | None = None
         self.last: str | None = None
 
+    def problem(self, text: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(text)
+        else:
+            self.unlisted += 1
+
     def run(self, path: Path) -> None:
+        """Scan the whole file, recording problems (at most MAX_PROBLEMS, then a count)."""
+        self.scan(path)
+        if self.unlisted:
+            self.problems.append(f"... and {self.unlisted} more problem(s) not listed")
+
+    def scan(self, path: Path) -> None:
         try:
-            f = open(path, "rb")  # noqa: SIM115 -- closed by the GzipFile's `with` below
+            f = open(path, "rb")  # noqa: SIM115 -- closed by the `with` below
         except OSError as exc:
             raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from exc
         manifest_obj: object = None
         lineno = 0
+        # Snapshot lines are never blank: runs of newlines are skipped cheaply and reported once.
+        reader = LineReader(
+            blocks(f, compressed=True, one_member=True),
+            limit=self.limit,
+            skip=rb"\n*",
+            wide_prefix=b'{"manifest":',
+            wide_limit=MANIFEST_BASE,
+        )
         try:
             with f:
-                for lineno, raw in enumerate(_gunzip_lines(f), start=1):
+                for item in reader:
+                    lineno = item.number
+                    reader.wide_limit += MANIFEST_PER_ENTRY
                     if manifest_obj is not None:
-                        self.problems.append(f"line {lineno}: a line after the manifest")
+                        self.problem(f"line {lineno}: a line after the manifest")
                         manifest_obj = None
-                    if not raw.endswith(b"\n"):
-                        self.problems.append(f"line {lineno}: incomplete line: file truncated?")
+                    if item.too_long:
+                        self.too_long(item)
+                        continue
+                    if not item.ended:
+                        self.problem(f"line {lineno}: incomplete line: file truncated?")
                         break
                     try:
-                        manifest_obj = self.line(lineno, raw[:-1])
+                        manifest_obj = self.line(lineno, item.data)
                     except _Bad as exc:
-                        self.problems.append(f"line {lineno}: {exc}")
+                        self.problem(f"line {lineno}: {exc}")
         except (OSError, EOFError, zlib.error) as exc:
-            self.problems.append(f"truncated or corrupt gzip stream ({exc})")
+            self.problem(f"truncated or corrupt gzip stream ({exc})")
+        if reader.blank_lines:
+            self.problem(
+                f"{reader.blank_lines} blank line(s), the first at line {reader.first_blank}"
+            )
         if manifest_obj is None:
-            self.problems.append("no manifest: file truncated?")
+            self.problem("no manifest: file truncated?")
             return
         try:
             self.manifest = _manifest_from_json(manifest_obj)
         except _Bad as exc:
-            self.problems.append(f"line {lineno}: manifest: {exc}")
+            self.problem(f"line {lineno}: manifest: {exc}")
             return
         self.compare(self.manifest)
+
+    def too_long(self, item: Line) -> None:
+        """Record a line over the limit, naming its document when its name could be read."""
+        size = f"{item.length} bytes" if item.ended else f"more than {item.length} bytes"
+        what = "a line"
+        if item.name is not None:
+            what = f"document {item.name[:200]!r}"
+            self.bad.add(item.name)
+        self.problem(
+            f"line {item.number}: {what} is {size}, over the limit of {self.limit} bytes "
+            f"(--max-document-bytes / {ENV_MAX_DOCUMENT_BYTES})"
+            + ("" if item.ended else "; reading stopped there")
+        )
 
     def line(self, lineno: int, raw: bytes) -> object:
         """Check one line; return the manifest object if this is the manifest line."""
@@ -190,12 +228,14 @@ class _Scan:
         if key == "manifest":
             return value
         if key == "tombstone" and isinstance(value, str):
+            self.check_name(value)
             self.seen(value, Entry(value))
         elif key == "document":
             try:
                 doc = Document.from_api(value)
             except MirrorError as exc:
                 raise _Bad(f"not a Document: {exc.message}") from None
+            self.check_name(doc.name)
             content = value.get("content")
             if not isinstance(content, str) or "view" in value:
                 raise _Bad(f"{doc.name}: the document is not in the form dk-mirror writes")
@@ -213,6 +253,13 @@ class _Scan:
         else:
             raise _Bad(f"unknown line type {key!r}")
         return None
+
+    def check_name(self, name: str) -> None:
+        try:
+            _check_name(name)
+        except _Bad:
+            self.bad.add(name)
+            raise
 
     def seen(self, name: str, entry: Entry) -> None:
         if self.last is not None and name <= self.last:
@@ -236,23 +283,27 @@ class _Scan:
         for name in sorted(set(self.found) - listed):
             self.fault(name, "in the file but not in the manifest")
         if manifest.kind == "full" and state_root(manifest.state()) != manifest.root:
-            self.problems.append("the manifest's root digest does not match its entries")
+            self.problem("the manifest's root digest does not match its entries")
 
     def fault(self, name: str, problem: str) -> None:
         self.bad.add(name)
-        self.problems.append(f"{name}: {problem}")
+        self.problem(f"{name}: {problem}")
 
 
-def verify(path: str | os.PathLike[str]) -> VerifyReport:
+def verify(
+    path: str | os.PathLike[str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+) -> VerifyReport:
     """Check a snapshot, naming every failing document; raises only if it cannot be opened."""
-    scan = _Scan(keep=False)
+    scan = _Scan(keep=False, limit=max_document_bytes)
     scan.run(Path(path))
     return VerifyReport(str(path), tuple(scan.problems), tuple(sorted(scan.bad)), scan.manifest)
 
 
-def read(path: str | os.PathLike[str]) -> Snapshot:
+def read(
+    path: str | os.PathLike[str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+) -> Snapshot:
     """Read and fully verify a snapshot; SnapshotError (naming the documents) if anything is off."""
-    scan = _Scan(keep=True)
+    scan = _Scan(keep=True, limit=max_document_bytes)
     scan.run(Path(path))
     if scan.problems or scan.manifest is None:
         shown = "; ".join(scan.problems[:SHOWN])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +53,42 @@ def _on_sqlite_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN")
 
 
+# The store holds recorded searches and answers: only its owner may read it. SQLite gives the
+# -wal and -shm files the database file's permissions, so creating that one 0600 covers them.
+FOLDER_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def _create_private(database: Path) -> None:
+    """Create the store's folder (0700) and empty file (0600) if missing, whatever the umask.
+
+    Existing folders and files keep their permissions: they are the user's choice.
+    """
+    folder = database.parent
+    try:
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            # mkdir's mode is filtered by the umask (and parents ignore it); chmod is not.
+            os.chmod(folder, FOLDER_MODE)
+        fd = os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return  # the usual case: the store exists (or another process just created it)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the store {database}: {exc.strerror}",
+            hint="set DK_MIRROR_HOME or --db to a writable location",
+        ) from None
+    os.close(fd)
+    os.chmod(database, FILE_MODE)  # os.open's mode is filtered by the umask too
+
+
 def create(url: str) -> Engine:
     """An engine for `url`, with the pragmas and transaction handling this store relies on."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
-            folder = Path(database).parent
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(
-                    f"cannot create the store's folder {folder}: {exc.strerror}",
-                    hint="set DK_MIRROR_HOME or --db to a writable location",
-                ) from None
+            _create_private(Path(database))
         engine = create_engine(url)
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)

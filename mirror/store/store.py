@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, bindparam, func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from ..errors import SchemaError, StoreError
-from ..models import CachedDocument, Document, Stats, StoreFacts, Summary
+from ..models import CachedDocument, Document, PutReport, Stats, StoreFacts, Summary
 from . import engine as engines
 from .rows import cached_document, document_row, upsert
 
@@ -28,6 +28,10 @@ from .schema import SCHEMA_REVISION, documents
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
 from . import schema_index, schema_recordings  # noqa: F401  isort: skip
+
+# Documents written per statement by put_stream: bounds memory (a few hundred pages) while
+# keeping executemany batches large enough to cost little per row.
+PUT_BATCH = 300
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
 # get_documents asks for at most 20 names: one statement per count skips the per-call
@@ -135,20 +139,49 @@ class Store:
     def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
         """Write documents (full content) in one transaction; returns how many."""
         docs = list(docs)
-        rows = [document_row(doc, fetched_at, upstream) for doc in docs]
-        if not rows:
+        if not docs:
             return 0
         with self._writer() as conn, conn.begin():
-            # Same transaction: documents and their search index commit or roll back together.
-            # A copy without content is "changed" too: its old chunks must go.
-            # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
-            # and cold `dk-mirror get --offline` pays for every import.
-            from . import index
+            self._write_batch(conn, docs, fetched_at, upstream)
+        return len(docs)
 
-            changed = index.changed(conn, docs)
-            conn.execute(self._upsert, rows)
-            index.reindex(conn, changed)
-        return len(rows)
+    def put_stream(
+        self, docs: Iterable[Document], *, fetched_at: float, upstream: str
+    ) -> PutReport:
+        """Write a stream of documents in ONE transaction, PUT_BATCH at a time; all or nothing.
+
+        Memory holds one batch, not the stream. An exception from `docs` (a bad line in an
+        import file) rolls back everything already written. A name seen again replaces its
+        earlier copy and is counted once.
+        """
+        seen: set[str] = set()
+        total = 0
+        with self._writer() as conn, conn.begin():
+            batch: list[Document] = []
+            for doc in docs:
+                batch.append(doc)
+                if len(batch) == PUT_BATCH:
+                    self._write_batch(conn, batch, fetched_at, upstream)
+                    seen.update(d.name for d in batch)
+                    total, batch = total + len(batch), []
+            if batch:
+                self._write_batch(conn, batch, fetched_at, upstream)
+                seen.update(d.name for d in batch)
+                total += len(batch)
+        return PutReport(documents=len(seen), duplicates=total - len(seen))
+
+    def _write_batch(
+        self, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
+    ) -> None:
+        # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
+        # and cold `dk-mirror get --offline` pays for every import.
+        from . import index
+
+        # Same transaction: documents and their search index commit or roll back together.
+        # A copy without content is "changed" too: its old chunks must go.
+        changed = index.changed(conn, docs)
+        conn.execute(self._upsert, [document_row(doc, fetched_at, upstream) for doc in docs])
+        index.reindex(conn, changed)
 
     def search_local(
         self, query: str, *, limit: int = 5, offset: int = 0, where: Node | None = None
