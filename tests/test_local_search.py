@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, text
 
 from mirror.models import Document
-from mirror.store import index
+from mirror.search import filters
+from mirror.store import fts, index
 from mirror.store.index import match_expression, query_terms
 from mirror.store.schema import documents
 from mirror.store.store import Store
@@ -158,16 +159,16 @@ def test_where_clause_restricts_results(store: Store) -> None:
     everywhere = {h.name for h in store.search_local("model", limit=20)}
     assert {n.split("/")[1] for n in everywhere} == {TF}
     assert _names(store.search_local("keras")) == ["keras", "saved"]
-    only_chrome = store.search_local("keras", where=documents.c.data_source == CHROME)
+    only_chrome = store.search_local("keras", where=filters.parse(f'data_source = "{CHROME}"'))
     assert only_chrome == []
-    tf = store.search_local("keras model", where=documents.c.data_source == TF)
+    tf = store.search_local("keras model", where=filters.parse(f'data_source = "{TF}"'))
     assert _names(tf) == ["keras", "saved"]
 
 
 def test_a_selective_filter_looks_past_the_first_candidates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index, "_MAX_CANDIDATES", 8)
+    monkeypatch.setattr(fts, "_MAX_CANDIDATES", 8)
     calls = []
     real = index._all_filtered
 
@@ -181,7 +182,7 @@ def test_a_selective_filter_looks_past_the_first_candidates(
         many = [_doc(f"p{i:02}", "Otters", "# Otters\n\notter " * 3) for i in range(30)]
         rare = _doc("rare", "Rivers", "# Rivers\n\n" + "water " * 300 + "otter", TF)
         store.put([*many, rare], fetched_at=0.0, upstream="test")
-        hits = store.search_local("otter", where=documents.c.data_source == TF)
+        hits = store.search_local("otter", where=filters.parse(f'data_source = "{TF}"'))
         assert _names(hits) == ["rare"]
         assert calls, "the filter should have fallen back to ranking every match in SQL"
     finally:

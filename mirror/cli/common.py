@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..config import Settings, parse_duration
 from ..errors import InvalidInput
 from ..policy import Mode
-from ..service import Mirror
+
+if TYPE_CHECKING:
+    from ..service import Mirror
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,9 +76,13 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
 
 
-def open_mirror(ctx: click.Context, *, upgrade: bool = True) -> Mirror:
+def open_mirror(ctx: click.Context, *, upgrade: bool = True, reads_only: bool = False) -> Mirror:
     """A Mirror for the settings given by options and environment (`upgrade`: migrate the
-    store when it is opened; `doctor` looks without changing anything)."""
+    store when it is opened; `doctor` looks without changing anything; `reads_only`: the
+    command never writes, so an existing store is read without loading SQLAlchemy)."""
+    # Imported here: --help and usage errors then never load the service and its models.
+    from ..service import Mirror
+
     given = ctx.ensure_object(dict)
     settings = Settings.resolve(
         db=given.get("db"),
@@ -85,7 +91,9 @@ def open_mirror(ctx: click.Context, *, upgrade: bool = True) -> Mirror:
         offline=given.get("offline"),
         strict_offline=given.get("strict_offline"),
     )
-    mirror = Mirror(settings, upgrade=upgrade)
+    # Offline, a command cannot fetch, so it (nearly always) only reads: a local import
+    # still writes, through the full Store the Reader opens for it.
+    mirror = Mirror(settings, upgrade=upgrade, reader=reads_only or settings.offline)
     ctx.call_on_close(mirror.close)
     return mirror
 

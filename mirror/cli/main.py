@@ -128,7 +128,7 @@ def fetch(
 @click.pass_context
 def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool) -> None:
     """List cached documents by name (NDJSON with --json)."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, reads_only=True)
     rows = []
     for item in mirror.list_documents(prefix, limit):
         if as_json:
