@@ -8,11 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..config import Settings, parse_duration
-from ..errors import InvalidInput
-from ..policy import Mode
-
 if TYPE_CHECKING:
+    from ..policy import Mode
     from ..service import Mirror
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -80,7 +77,9 @@ def open_mirror(ctx: click.Context, *, upgrade: bool = True, reads_only: bool = 
     """A Mirror for the settings given by options and environment (`upgrade`: migrate the
     store when it is opened; `doctor` looks without changing anything; `reads_only`: the
     command never writes, so an existing store is read without loading SQLAlchemy)."""
-    # Imported here: --help and usage errors then never load the service and its models.
+    # Imported here (as in the functions below): --help and usage errors then never load
+    # the settings, the service and its models.
+    from ..config import Settings
     from ..service import Mirror
 
     given = ctx.ensure_object(dict)
@@ -101,6 +100,8 @@ def open_mirror(ctx: click.Context, *, upgrade: bool = True, reads_only: bool = 
 def request_mode(mirror: Mirror, *, max_age: float | None = None, refresh: bool = False) -> Mode:
     """The caching mode of a CLI command: settings, then its --max-age and --refresh (the one
     place the CLI builds it)."""
+    from ..policy import Mode
+
     settings = mirror.settings
     return Mode(
         offline=settings.offline,
@@ -113,6 +114,9 @@ def duration(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     """Click callback: parse `--max-age 7d` into seconds."""
     if value is None:
         return None
+    from ..config import parse_duration
+    from ..errors import InvalidInput
+
     try:
         return parse_duration(value)
     except InvalidInput as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +13,6 @@ from ..errors import NotCached, NotFound, UpstreamError
 from ..models import CachedDocument, Document, Source, Summary, rfc3339
 from ..policy import Action, Mode, OnFailure, on_failure, plan
 from .context import Context
-
-log = logging.getLogger("mirror")
 
 # Suggestions rank at most this many names per listing prefix: a miss must stay cheap.
 SUGGEST_POOL = 2000
@@ -113,7 +110,9 @@ def _fetch_for_get(
         if decision is OnFailure.RAISE:
             raise
         warning = f"upstream failed, served cached copies instead: {exc.message}"
-        log.warning(warning)
+        import logging  # here: a cached read should not pay for importing logging
+
+        logging.getLogger("mirror").warning(warning)
         return cached, {n: Source.STALE for n in to_fetch}, [warning]
     missing: list[str] = []
     for outcome in outcomes:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import Answer, CachedDocument, Document, SearchPage, Stats, StoreFacts, Summary
 from . import sql
-from .recorded import RecordedAnswer, RecordedPage, recorded_answer, recorded_page
 from .rows import cached_document
 
 if TYPE_CHECKING:
     from ..search.filters import Node
     from .fts import LocalHit
+    from .recorded import RecordedAnswer, RecordedPage
     from .store import Store
 
 _PREFIX = "sqlite:///"
@@ -211,10 +211,14 @@ class ReaderRecordings:
 
     def page(self, key: str) -> RecordedPage | None:
         """The recorded page for a request key, if any."""
+        from .recorded import recorded_page  # only offline search needs it
+
         return recorded_page(self._one(sql.RECORDED_PAGE, key))
 
     def answer(self, key: str) -> RecordedAnswer | None:
         """The recorded answer for a request key, if any."""
+        from .recorded import recorded_answer
+
         return recorded_answer(self._one(sql.RECORDED_ANSWER, key))
 
     def save_page(
