@@ -62,6 +62,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "DK_MIRROR_HOME": str(Path(tmp) / "home")}
         env.pop("DK_MIRROR_DB", None)
+        # An installed dk-mirror runs from bytecode: without .pyc files this would time the
+        # compiler on every start (the warm-up runs below write them).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         subprocess.run(
             [sys.executable, "-m", "mirror", "import", "--sample"],
             env=env,
