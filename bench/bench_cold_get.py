@@ -37,7 +37,7 @@ HEAVY = (
 PROBE = (
     "import sys, runpy; sys.argv = ['dk-mirror', *sys.argv[1:]]\n"
     "try:\n    runpy.run_module('mirror', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-    f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}), file=sys.stderr)"
+    f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})), file=sys.stderr)"
 )
 NAME = "documents/www.tensorflow.org/hub/caching"
 COMMANDS = {
