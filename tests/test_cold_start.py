@@ -116,6 +116,13 @@ def test_mirror_results_are_identical_on_either_path(sample_url: str) -> None:
         assert fast.health() == full.health()
 
 
+def test_a_server_gets_the_full_store_even_when_offline(sample_url: str) -> None:
+    with Mirror(Settings(db_url=sample_url, offline=True), reader=True) as mirror:
+        assert type(mirror._ctx().store) is Reader
+        mirror.prepare(online=False)  # what `dk-mirror --offline serve` does before serving
+        assert type(mirror._ctx().store) is Store
+
+
 def test_a_write_through_the_reader_goes_to_the_full_store(sample_url: str) -> None:
     with Mirror(Settings(db_url=sample_url, offline=True), reader=True) as mirror:
         assert mirror.import_sample() > 0  # `import --sample --offline` still writes

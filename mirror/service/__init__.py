@@ -124,8 +124,12 @@ class Mirror:
 
         A server's requests run on many threads at once; opening both first avoids racing to
         open them, and a setup problem (no key, a bad store) stops the start instead of
-        failing every request.
+        failing every request. The Reader's sqlite3 connection serves one thread, so a server
+        always runs on the full Store (`dk-mirror --offline serve` asks for a Reader).
         """
+        if self._use_reader:
+            self._use_reader = False
+            self.close()  # drops a Reader opened already; the store reopens below
         ctx = self._ctx()
         if online:
             ctx.upstream()
