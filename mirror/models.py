@@ -5,7 +5,6 @@ No database or HTTP code here: `store/` and `upstream/` translate to and from th
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -40,6 +39,8 @@ _STRING_FIELDS = frozenset(j for j, _ in _FIELDS if j != "contentLengthBytes")
 
 def content_sha256(content: str) -> str:
     """Hex sha256 of a document's Markdown as UTF-8."""
+    import hashlib  # here: reading cached documents never hashes (cold start)
+
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 

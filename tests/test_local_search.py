@@ -16,7 +16,7 @@ from sqlalchemy import delete, text
 
 from mirror.models import Document
 from mirror.search import filters
-from mirror.store import index
+from mirror.store import fts, index
 from mirror.store.index import match_expression, query_terms
 from mirror.store.schema import documents
 from mirror.store.store import Store
@@ -180,7 +180,7 @@ def test_where_clause_restricts_results(store: Store) -> None:
 def test_a_selective_filter_looks_past_the_first_candidates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index, "_MAX_CANDIDATES", 8)
+    monkeypatch.setattr(fts, "_MAX_CANDIDATES", 8)
     calls = []
     real = index._all_filtered
 

@@ -23,7 +23,7 @@ from .common import global_options, json_option, max_document_option, open_mirro
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Counts, bytes, freshness, and where the store is."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, reads_only=True)
     health = mirror.health()
     if as_json:
         click.echo(render.to_json(health.to_json()))

@@ -5,21 +5,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .. import config
-from ..config import (
-    DEFAULT_MAX_DOCUMENT_BYTES,
-    ENV_MAX_DOCUMENT_BYTES,
-    MIN_DOCUMENT_BYTES,
-    Settings,
-    parse_duration,
-)
-from ..errors import InvalidInput
-from ..policy import Mode
-from ..service import Mirror
+from ..config import DEFAULT_MAX_DOCUMENT_BYTES, ENV_MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES
+
+if TYPE_CHECKING:
+    from ..policy import Mode
+    from ..service import Mirror
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,9 +95,15 @@ def document_limit(ctx: click.Context) -> int:
     return config.document_limit(os.environ, ctx.ensure_object(dict).get("max_document_bytes"))
 
 
-def open_mirror(ctx: click.Context, *, upgrade: bool = True) -> Mirror:
+def open_mirror(ctx: click.Context, *, upgrade: bool = True, reads_only: bool = False) -> Mirror:
     """A Mirror for the settings given by options and environment (`upgrade`: migrate the
-    store when it is opened; `doctor` looks without changing anything)."""
+    store when it is opened; `doctor` looks without changing anything; `reads_only`: the
+    command never writes, so an existing store is read without loading SQLAlchemy)."""
+    # Imported here (as in the functions below): --help and usage errors then never load
+    # the settings, the service and its models.
+    from ..config import Settings
+    from ..service import Mirror
+
     given = ctx.ensure_object(dict)
     settings = Settings.resolve(
         db=given.get("db"),
@@ -112,7 +113,9 @@ def open_mirror(ctx: click.Context, *, upgrade: bool = True) -> Mirror:
         strict_offline=given.get("strict_offline"),
         max_document_bytes=given.get("max_document_bytes"),
     )
-    mirror = Mirror(settings, upgrade=upgrade)
+    # Offline, a command cannot fetch, so it (nearly always) only reads: a local import
+    # still writes, through the full Store the Reader opens for it.
+    mirror = Mirror(settings, upgrade=upgrade, reader=reads_only or settings.offline)
     ctx.call_on_close(mirror.close)
     return mirror
 
@@ -120,6 +123,8 @@ def open_mirror(ctx: click.Context, *, upgrade: bool = True) -> Mirror:
 def request_mode(mirror: Mirror, *, max_age: float | None = None, refresh: bool = False) -> Mode:
     """The caching mode of a CLI command: settings, then its --max-age and --refresh (the one
     place the CLI builds it)."""
+    from ..policy import Mode
+
     settings = mirror.settings
     return Mode(
         offline=settings.offline,
@@ -132,6 +137,9 @@ def duration(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     """Click callback: parse `--max-age 7d` into seconds."""
     if value is None:
         return None
+    from ..config import parse_duration
+    from ..errors import InvalidInput
+
     try:
         return parse_duration(value)
     except InvalidInput as exc:

@@ -6,25 +6,114 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found upstream, 4 not
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
 from ..errors import MirrorError
 from . import render
-from .admin import admin_commands
-from .ci import pin_commands
 from .common import Progress, duration, global_options, json_option, open_mirror, request_mode
-from .search import search_commands
-from .serve import serve
 
 EXIT_NOT_FOUND = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 
+class Lazy(NamedTuple):
+    """A command defined in another module, and the one line `--help` lists for it."""
+
+    module: str
+    attribute: str
+    summary: str
+
+
+# The commands of cli/search.py, ci.py, admin.py and serve.py, imported only when run: a
+# cached `get` or `--help` then skips their imports (click's LazyGroup pattern). The summary
+# is each command's short help; tests/test_cli.py checks it still matches the command's own.
+LAZY = {
+    "answer": Lazy(
+        "search",
+        "answer",
+        "Answer a question (upstream AnswerQuery: 50/day; offline: recorded or extractive).",
+    ),
+    "db": Lazy(
+        "admin", "db", "Schema migrations, by hand (the store also upgrades itself when opened)."
+    ),
+    "demo": Lazy(
+        "admin",
+        "demo",
+        "Mirror the sample documents (from upstream with a key, else the "
+        "shipped copy), then read one offline.",
+    ),
+    "doctor": Lazy(
+        "admin", "doctor", "Check SQLite, the store's schema and integrity, and the configuration."
+    ),
+    "export-md": Lazy(
+        "ci",
+        "export_md",
+        "Write one .md file per document (front matter + Markdown) and an index.md.",
+    ),
+    "import": Lazy(
+        "admin",
+        "import_",
+        "Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.",
+    ),
+    "lock": Lazy(
+        "ci",
+        "lock",
+        "Resolve the docs a project needs (names, prefixes, searches) into a lock file to commit.",
+    ),
+    "search": Lazy(
+        "search",
+        "search",
+        "Search the docs: upstream when online (recorded for replay), else offline.",
+    ),
+    "serve": Lazy(
+        "serve", "serve", "Serve the mirror: MCP at /mcp, REST at /v1/, the docs browser at /."
+    ),
+    "snapshot": Lazy(
+        "ci",
+        "snapshot",
+        "Pinned, hash-verified document sets: export, verify, import, diff, check.",
+    ),
+    "status": Lazy("admin", "status", "Counts, bytes, freshness, and where the store is."),
+    "sync": Lazy(
+        "ci",
+        "sync",
+        "Make the store hold exactly the locked versions; exit 1 naming each that differs.",
+    ),
+}
+
+
 class Group(click.Group):
-    """Maps dk-mirror errors to messages and exit codes, in one place."""
+    """The `dk-mirror` group: maps dk-mirror errors to messages and exit codes, in one place,
+    and loads the commands of other modules (LAZY) on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, the lazy ones included (without importing them)."""
+        return sorted({*self.commands, *LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command `cmd_name`, importing its module the first time it is asked for."""
+        if cmd_name not in self.commands and cmd_name in LAZY:
+            lazy = LAZY[cmd_name]
+            module = importlib.import_module(f"{__package__}.{lazy.module}")
+            self.add_command(getattr(module, lazy.attribute), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List the commands for --help; a lazy command not yet loaded lists its summary."""
+        listed = {
+            name: self.commands.get(name) or click.Command(name, help=LAZY[name].summary)
+            for name in self.list_commands(ctx)
+        }
+        rows = [(name, cmd) for name, cmd in listed.items() if not cmd.hidden]
+        if rows:
+            # Click's own layout (Group.format_commands), from the listing above.
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command, turning MirrorError into `error: ...` and its exit code."""
@@ -168,7 +257,7 @@ def fetch(
 @click.pass_context
 def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool) -> None:
     """List cached documents by name (NDJSON with --json)."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, reads_only=True)
     rows = []
     for item in mirror.list_documents(prefix, limit):
         if as_json:
@@ -182,11 +271,6 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
             click.echo(
                 "no documents" + (f" under {render.clean(prefix)}" if prefix else ""), err=True
             )
-
-
-for command in [*search_commands, *pin_commands, *admin_commands]:
-    cli.add_command(command)
-cli.add_command(serve)
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..snapshots.lockfile import LockEntry
     from ..snapshots.read import VerifyReport
     from ..store.migrate import SchemaStatus
+    from ..store.reader import Reader
     from ..store.store import Store
     from ..upstream import Upstream
     from ..upstream.retry import RetryPolicy
@@ -56,12 +57,17 @@ class Mirror:
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
         upgrade: bool = True,
+        reader: bool = False,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self._retry = retry
         self._upgrade = upgrade
-        self._store: Store | None = None
+        # `reader`: the caller is one thread and expects to only read (a CLI command); an
+        # existing SQLite store is then read with sqlite3 alone, which starts without
+        # importing SQLAlchemy (a write still works: the Reader opens the full Store for it).
+        self._use_reader = reader
+        self._store: Store | Reader | None = None
         self._upstream: Upstream | None = None
         self._context: Context | None = None
 
@@ -86,11 +92,21 @@ class Mirror:
     def _ctx(self) -> Context:
         """The use cases' context, opening (and migrating) the store on first use."""
         if self._context is None:
-            from ..store.store import Store
-
-            self._store = Store.open(self.settings.db_url, upgrade=self._upgrade)
+            self._store = self._open_reader() or self._open_store()
             self._context = Context(self.settings, self._store, self._open_upstream, self.clock)
         return self._context
+
+    def _open_reader(self) -> Reader | None:
+        if not self._use_reader:
+            return None
+        from ..store.reader import Reader
+
+        return Reader.open(self.settings.db_url, upgrade=self._upgrade)
+
+    def _open_store(self) -> Store:
+        from ..store.store import Store
+
+        return Store.open(self.settings.db_url, upgrade=self._upgrade)
 
     def _open_upstream(self) -> Upstream:
         """The upstream client, created on first use; refused in offline mode."""
@@ -116,8 +132,12 @@ class Mirror:
 
         A server's requests run on many threads at once; opening both first avoids racing to
         open them, and a setup problem (no key, a bad store) stops the start instead of
-        failing every request.
+        failing every request. The Reader's sqlite3 connection serves one thread, so a server
+        always runs on the full Store (`dk-mirror --offline serve` asks for a Reader).
         """
+        if self._use_reader:
+            self._use_reader = False
+            self.close()  # drops a Reader opened already; the store reopens below
         ctx = self._ctx()
         if online:
             ctx.upstream()

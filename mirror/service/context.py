@@ -10,6 +10,7 @@ from ..config import Settings
 from ..policy import Mode
 
 if TYPE_CHECKING:
+    from ..store.reader import Reader
     from ..store.store import Store
     from ..upstream import Upstream
 
@@ -19,7 +20,8 @@ class Context:
     """The narrow input every use case takes (never the whole `Mirror`)."""
 
     settings: Settings
-    store: Store
+    # The full Store, or for a one-thread command that reads the Reader (same methods).
+    store: Store | Reader
     # Called only when a use case decides to go online; refuses in (strict) offline mode.
     upstream: Callable[[], Upstream]
     clock: Callable[[], float]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +16,6 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..upstream.batching import BatchOutcome
-
-log = logging.getLogger("mirror")
 
 # Suggestions rank at most this many names per listing prefix: a miss must stay cheap.
 SUGGEST_POOL = 2000
@@ -138,7 +135,9 @@ def _fetch_for_get(
         if decision is OnFailure.RAISE:
             raise
         warning = f"upstream failed, served cached copies instead: {exc.message}"
-        log.warning(warning)
+        import logging  # here: a cached read should not pay for importing logging
+
+        logging.getLogger("mirror").warning(warning)
         return cached, {n: Source.STALE for n in to_fetch}, [warning]
     missing: list[str] = []
     for outcome in outcomes:
@@ -235,7 +234,11 @@ class _FetchRun:
                 report.error, report.stopped = exc, "upstream refused the key or the API"
                 return failed + batches[i:]
             except UpstreamError as exc:
-                log.warning("fetch: a batch of %d failed: %s", len(batch), exc.message)
+                import logging  # here: only a failing fetch pays for importing logging
+
+                logging.getLogger("mirror").warning(
+                    "fetch: a batch of %d failed: %s", len(batch), exc.message
+                )
                 report.error = exc
                 failed.append(batch)
                 in_a_row += 1

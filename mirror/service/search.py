@@ -6,14 +6,17 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from .. import limits
 from ..errors import BadRequest, InvalidInput, UpstreamError
 from ..models import DocumentChunk, SearchPage, Source, rfc3339
 from ..policy import Mode
-from ..search import filters
 from . import documents
 from .context import Context
+
+if TYPE_CHECKING:
+    from ..search import filters
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +75,18 @@ def make_request(
     query: str, page_size: int | None, page_token: str | None, filter_text: str | None
 ) -> SearchRequest:
     """Validate everything about a search before anything is sent or read."""
-    node = filters.parse(filter_text)
+    canonical = node = None
+    if filter_text is not None:
+        # Imported only for a filter: the grammar is most of a cold unfiltered search's imports.
+        from ..search import filters
+
+        node = filters.parse(filter_text)
+        canonical = filters.to_text(node) if node is not None else None
     return SearchRequest(
         query=limits.check_query(query, what="search query"),
         page_size=limits.page_size(page_size),
         page_token=page_token or None,
-        filter=filters.to_text(node) if node is not None else None,
+        filter=canonical,
         node=node,
     )
 

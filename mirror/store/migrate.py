@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from ..errors import SchemaError
+from . import sql
 from .engine import WRITE
 
 
@@ -34,7 +35,7 @@ def script_location() -> Path:
 def current_revision(conn: Connection) -> str | None:
     """The revision stamped in the store, or None for a blank database."""
     try:
-        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        return conn.execute(text(sql.REVISION)).scalar()
     except (OperationalError, ProgrammingError):
         # No alembic_version table yet: a blank store. (PostgreSQL aborts the transaction.)
         conn.rollback()

@@ -2,37 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, select, text, update
 
 from ..canonical import canonical_json
 from ..models import Answer, Document, SearchPage
+from . import sql
+from .recorded import RecordedAnswer, RecordedPage, recorded_answer, recorded_page
 from .rows import document_row, upsert
 from .schema import documents
 from .schema_recordings import answers, quota_usage, search_pages
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedPage:
-    """A search page as upstream answered it, and when."""
-
-    page: SearchPage
-    recorded_at: float
-    upstream: str
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedAnswer:
-    """An answer as upstream gave it, with the hashes of the documents it cited then."""
-
-    answer: Answer
-    cited: dict[str, str | None]
-    recorded_at: float
-    upstream: str
 
 
 class Recordings:
@@ -67,16 +48,7 @@ class Recordings:
     def page(self, key: str) -> RecordedPage | None:
         """The recorded page for a request key, if any."""
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(
-                    search_pages.c.response_json,
-                    search_pages.c.recorded_at,
-                    search_pages.c.upstream,
-                ).where(search_pages.c.key == key)
-            ).first()
-        if row is None:
-            return None
-        return RecordedPage(SearchPage.from_api(json.loads(row[0])), row[1], row[2])
+            return recorded_page(conn.execute(text(sql.RECORDED_PAGE), {"key": key}).first())
 
     def save_answer(
         self,
@@ -108,18 +80,7 @@ class Recordings:
     def answer(self, key: str) -> RecordedAnswer | None:
         """The recorded answer for a request key, if any."""
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(
-                    answers.c.answer_json,
-                    answers.c.references_json,
-                    answers.c.recorded_at,
-                    answers.c.upstream,
-                ).where(answers.c.key == key)
-            ).first()
-        if row is None:
-            return None
-        cited = {r["name"]: r["sha256"] for r in json.loads(row[1])}
-        return RecordedAnswer(Answer.from_api(json.loads(row[0])), cited, row[2], row[3])
+            return recorded_answer(conn.execute(text(sql.RECORDED_ANSWER), {"key": key}).first())
 
     def take_quota(self, bucket: str, period: str, limit: int) -> int | None:
         """Count one call if it fits under `limit`; returns the new count, or None if refused.

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from sqlalchemy import Table
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from ..models import CachedDocument, Document, content_sha256
+
+if TYPE_CHECKING:
+    from sqlalchemy import Table
 
 
 def upsert(dialect: str, table: Table, keys: list[str]) -> Any:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Float, Integer, MetaData, String, Table, Text
 
-# The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
-SCHEMA_REVISION = "0003"
+from .sql import SCHEMA_REVISION
+
+__all__ = ["SCHEMA_REVISION", "documents", "metadata"]
 
 metadata = MetaData()
 

@@ -22,8 +22,7 @@ from sqlalchemy import (
 )
 
 from .schema import metadata
-
-FTS_TABLE = "chunks_fts"
+from .sql import FTS_TABLE
 
 chunks = Table(
     "chunks",

@@ -11,17 +11,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, bindparam, func, select, text
+from sqlalchemy import Connection, Engine, bindparam, select, text
 from sqlalchemy.exc import DBAPIError
 
 from ..errors import SchemaError, StoreError
 from ..models import CachedDocument, Document, PutReport, Stats, StoreFacts, Summary
 from . import engine as engines
+from . import sql
 from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from .index import LocalHit
+    from .fts import LocalHit
     from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
 
@@ -34,13 +35,6 @@ from . import schema_index, schema_recordings  # noqa: F401  isort: skip
 PUT_BATCH = 300
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
-# get_documents asks for at most 20 names: one statement per count skips the per-call
-# rendering of an expanding IN list, the largest SQLAlchemy cost on the cache-hit path.
-_FIXED_KEYS = tuple(f"n{i}" for i in range(20))
-_BY_COUNT = [
-    select(documents).where(documents.c.name.in_([bindparam(k) for k in _FIXED_KEYS[:count]]))
-    for count in range(len(_FIXED_KEYS) + 1)
-]
 
 
 class Store:
@@ -55,12 +49,10 @@ class Store:
         self._local = threading.local()
         self._readers: list[Connection] = []
         self._readers_lock = threading.Lock()
-        # On SQLite, lookups of up to 20 names run the Core statement's compiled SQL straight
+        # On SQLite, lookups of up to 20 names run sql.BY_NAMES (the Reader's text too) straight
         # on the held DBAPI connection: SQLAlchemy's per-execution bookkeeping otherwise costs
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
-        self._fast_sql: list[str] | None = None
-        if engine.dialect.name == "sqlite":
-            self._fast_sql = [str(stmt.compile(dialect=engine.dialect)) for stmt in _BY_COUNT]
+        self._fast_sql = engine.dialect.name == "sqlite"
 
     @classmethod
     def open(cls, url: str, *, upgrade: bool = True) -> Store:
@@ -127,10 +119,10 @@ class Store:
         if not names:
             return {}
         rows: Sequence[Any]
-        if self._fast_sql is not None and len(names) <= len(_FIXED_KEYS):
+        if self._fast_sql and len(names) <= sql.MAX_FIXED_NAMES:
             # Autocommit read: SQLite runs the SELECT in its own implicit transaction.
             raw: Any = self._reader().connection.driver_connection
-            rows = raw.execute(self._fast_sql[len(names)], tuple(names)).fetchall()
+            rows = raw.execute(sql.BY_NAMES[len(names)], tuple(names)).fetchall()
         else:
             with self.engine.connect() as conn:
                 rows = conn.execute(_BY_NAMES, {"names": list(names)}).all()
@@ -211,25 +203,10 @@ class Store:
         self, prefix: str | None = None, limit: int | None = None
     ) -> Iterator[Summary]:
         """Documents by name, optionally only those whose name starts with `prefix`."""
-        query = select(
-            documents.c.name,
-            documents.c.title,
-            documents.c.data_source,
-            documents.c.update_time,
-            documents.c.content_length_bytes,
-            documents.c.content.is_not(None).label("has_content"),
-            documents.c.fetched_at,
-        ).order_by(documents.c.name)
-        if prefix:
-            # A range on the primary key uses its index, unlike LIKE (case rules, escapes).
-            query = query.where(
-                documents.c.name >= prefix, documents.c.name < prefix + "\U0010ffff"
-            )
-        if limit is not None:
-            query = query.limit(limit)
+        query = text(sql.listing(prefix=bool(prefix), limit=limit is not None))
         with self.engine.connect() as conn:
-            for row in conn.execute(query):
-                yield Summary(*row)
+            for row in conn.execute(query, sql.listing_params(prefix, limit)):
+                yield sql.summary(row)
 
     def iter_documents(
         self,
@@ -253,28 +230,10 @@ class Store:
 
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
-        c = documents.c
         with self.engine.connect() as conn:
-            total, with_content, size, oldest, newest = conn.execute(
-                select(
-                    func.count(),
-                    func.count(c.content),
-                    func.coalesce(func.sum(c.content_length_bytes), 0),
-                    func.min(c.fetched_at),
-                    func.max(c.fetched_at),
-                )
-            ).one()
-            by_source = conn.execute(
-                select(c.data_source, func.count()).group_by(c.data_source).order_by(c.data_source)
-            ).all()
-        return Stats(
-            documents=total,
-            with_content=with_content,
-            content_bytes=int(size),
-            oldest_fetch=oldest,
-            newest_fetch=newest,
-            by_data_source={str(src): n for src, n in by_source},
-        )
+            totals = conn.execute(text(sql.STATS_TOTALS)).one()
+            by_source = conn.execute(text(sql.STATS_BY_SOURCE)).all()
+        return sql.stats(totals, by_source)
 
     def facts(self, *, integrity: bool = False) -> StoreFacts:
         """Where the store is and its state (`integrity`: also run SQLite's quick_check)."""
@@ -293,7 +252,7 @@ class Store:
         if self.engine.dialect.name != "sqlite":
             return []
         with self.engine.connect() as conn:
-            rows = [r[0] for r in conn.execute(text("PRAGMA quick_check"))]
+            rows = [r[0] for r in conn.execute(text(sql.QUICK_CHECK))]
         return [] if rows == ["ok"] else rows
 
     def journal_mode(self) -> str | None:
@@ -301,4 +260,4 @@ class Store:
         if self.engine.dialect.name != "sqlite":
             return None
         with self.engine.connect() as conn:
-            return str(conn.execute(text("PRAGMA journal_mode")).scalar())
+            return str(conn.execute(text(sql.JOURNAL_MODE)).scalar())

@@ -1,0 +1,259 @@
+"""A read-only view of an SQLite store on the stdlib sqlite3 module, for cold CLI starts.
+
+Importing SQLAlchemy costs more than a whole cached `dk-mirror get --offline` should take, so
+a one-thread command that only reads opens this instead of the full Store. It runs the same
+SQL text (sql.py) and the same ranking (fts.py) as the Store, so results are identical
+(tests/test_cold_start.py). It opens only a store that is already there, at this version's
+schema revision; anything else (a new or old store, another database, a bad path) returns
+None from `open`, and the caller takes the normal path with its migrations and messages.
+Anything it cannot do itself (writes, `where` filters, snapshot reads) goes to a full Store
+opened on first need.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..models import (
+    Answer,
+    CachedDocument,
+    Document,
+    PutReport,
+    SearchPage,
+    Stats,
+    StoreFacts,
+    Summary,
+)
+from . import sql
+from .rows import cached_document
+
+if TYPE_CHECKING:
+    from ..search.filters import Node
+    from .fts import LocalHit
+    from .recorded import RecordedAnswer, RecordedPage
+    from .store import Store
+
+_PREFIX = "sqlite:///"
+# Milliseconds to wait on a lock: a writer's checkpoint or WAL recovery can hold one briefly.
+BUSY_TIMEOUT_MS = 5000
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a plain `sqlite:///ABSOLUTE_PATH` URL; None for any other URL (options,
+    escapes, memory, relative paths), which the full Store interprets instead."""
+    if not url.startswith(_PREFIX):
+        return None
+    path = url[len(_PREFIX) :]
+    if not path.startswith("/") or any(c in path for c in "?#%"):
+        return None
+    return path
+
+
+class Reader:
+    """The Store's read methods on one sqlite3 connection (one thread), opened read-only."""
+
+    def __init__(self, url: str, conn: sqlite3.Connection, *, upgrade: bool) -> None:
+        self.url = url
+        self._conn = conn
+        self._upgrade = upgrade
+        self._full: Store | None = None
+        self._has_index: bool | None = None
+
+    @classmethod
+    def open(cls, url: str, *, upgrade: bool = True) -> Reader | None:
+        """A Reader for an existing SQLite store at the current revision, else None."""
+        path = sqlite_path(url)
+        if path is None or not os.path.isfile(path):
+            return None
+        try:
+            # mode=ro: reading must neither create a store nor need write access to one.
+            conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, isolation_level=None)
+        except sqlite3.Error:
+            return None
+        try:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            row = conn.execute(sql.REVISION).fetchone()
+        except sqlite3.Error:  # not a store, no schema yet, unreadable: the Store will say
+            conn.close()
+            return None
+        if row is None or row[0] != sql.SCHEMA_REVISION:
+            conn.close()
+            return None
+        return cls(url, conn, upgrade=upgrade)
+
+    def close(self) -> None:
+        """Close the connection (and the full Store, if a write opened one)."""
+        self._conn.close()
+        if self._full is not None:
+            self._full.close()
+            self._full = None
+
+    def full(self) -> Store:
+        """The full Store on the same database, opened on first need (writes, filters)."""
+        if self._full is None:
+            from .store import Store
+
+            self._full = Store.open(self.url, upgrade=self._upgrade)
+        return self._full
+
+    # -- reads, with the Store's SQL ------------------------------------------------------
+
+    def revision(self) -> str | None:
+        """The schema revision stamped in the database."""
+        row = self._conn.execute(sql.REVISION).fetchone()
+        return None if row is None else str(row[0])
+
+    def get_many(self, names: Sequence[str]) -> dict[str, CachedDocument]:
+        """Cached copies of `names` that exist, by name."""
+        found: dict[str, CachedDocument] = {}
+        step = sql.MAX_FIXED_NAMES
+        for start in range(0, len(names), step):
+            batch = tuple(names[start : start + step])
+            for row in self._conn.execute(sql.BY_NAMES[len(batch)], batch):
+                found[row[0]] = cached_document(row)
+        return found
+
+    def list_documents(
+        self, prefix: str | None = None, limit: int | None = None
+    ) -> Iterator[Summary]:
+        """Documents by name, optionally only those whose name starts with `prefix`."""
+        query = sql.listing(prefix=bool(prefix), limit=limit is not None)
+        for row in self._conn.execute(query, sql.listing_params(prefix, limit)):
+            yield sql.summary(row)
+
+    def stats(self) -> Stats:
+        """Counts, bytes and fetch times over the whole store."""
+        totals = self._conn.execute(sql.STATS_TOTALS).fetchone()
+        return sql.stats(totals, self._conn.execute(sql.STATS_BY_SOURCE).fetchall())
+
+    def has_search_index(self) -> bool:
+        """Whether local full-text search is available (the index table exists)."""
+        if self._has_index is None:
+            found = self._conn.execute(sql.HAS_TABLE, {"name": sql.FTS_TABLE}).fetchone()
+            self._has_index = found is not None
+        return self._has_index
+
+    def search_local(
+        self, query: str, *, limit: int = 5, offset: int = 0, where: Node | None = None
+    ) -> list[LocalHit]:
+        """Best-matching chunks in the local index (a `where` filter goes to the full Store)."""
+        if where is not None:
+            return self.full().search_local(query, limit=limit, offset=offset, where=where)
+        if not self.has_search_index():
+            return []
+        from . import fts
+
+        self._conn.execute("BEGIN")  # one snapshot for the ranking and text lookups
+        try:
+            return fts.search(self._conn, query, limit=limit, offset=offset)
+        finally:
+            self._conn.execute("COMMIT")
+
+    def facts(self, *, integrity: bool = False) -> StoreFacts:
+        """Where the store is and its state (`integrity`: also run SQLite's quick_check)."""
+        return StoreFacts(
+            url=self.url,
+            dialect="sqlite",
+            revision=self.revision(),
+            expected_revision=sql.SCHEMA_REVISION,
+            journal_mode=self.journal_mode(),
+            search_index=self.has_search_index(),
+            integrity=tuple(self.integrity()) if integrity else None,
+        )
+
+    def integrity(self) -> list[str]:
+        """Problems SQLite's quick_check finds (empty when healthy)."""
+        rows = [r[0] for r in self._conn.execute(sql.QUICK_CHECK)]
+        return [] if rows == ["ok"] else rows
+
+    def journal_mode(self) -> str | None:
+        """SQLite's journal mode in force (expected `wal`)."""
+        return str(self._conn.execute(sql.JOURNAL_MODE).fetchone()[0])
+
+    @property
+    def recordings(self) -> ReaderRecordings:
+        """Recorded searches and answers: read here, written through the full Store."""
+        return ReaderRecordings(self)
+
+    # -- everything else: the full Store ---------------------------------------------------
+
+    def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
+        """Write documents (through the full Store)."""
+        return self.full().put(docs, fetched_at=fetched_at, upstream=upstream)
+
+    def put_stream(
+        self, docs: Iterable[Document], *, fetched_at: float, upstream: str
+    ) -> PutReport:
+        """Write a stream of documents in one transaction (through the full Store)."""
+        return self.full().put_stream(docs, fetched_at=fetched_at, upstream=upstream)
+
+    def apply_changes(
+        self, put: Sequence[Document], remove: Sequence[str], *, fetched_at: float, upstream: str
+    ) -> None:
+        """Upsert `put` and delete `remove` in one transaction (through the full Store)."""
+        self.full().apply_changes(put, remove, fetched_at=fetched_at, upstream=upstream)
+
+    def iter_documents(
+        self,
+        *,
+        prefix: str | None = None,
+        data_source: str | None = None,
+        names: Sequence[str] | None = None,
+    ) -> Iterator[Document]:
+        """Documents with content in name order, streamed (through the full Store)."""
+        return self.full().iter_documents(prefix=prefix, data_source=data_source, names=names)
+
+
+class ReaderRecordings:
+    """The Recordings interface over a Reader: lookups on sqlite3, the rest on the full Store."""
+
+    def __init__(self, reader: Reader) -> None:
+        self._reader = reader
+
+    def _one(self, query: str, key: str) -> Any:
+        return self._reader._conn.execute(query, {"key": key}).fetchone()
+
+    def page(self, key: str) -> RecordedPage | None:
+        """The recorded page for a request key, if any."""
+        from .recorded import recorded_page  # only offline search needs it
+
+        return recorded_page(self._one(sql.RECORDED_PAGE, key))
+
+    def answer(self, key: str) -> RecordedAnswer | None:
+        """The recorded answer for a request key, if any."""
+        from .recorded import recorded_answer
+
+        return recorded_answer(self._one(sql.RECORDED_ANSWER, key))
+
+    def save_page(
+        self, key: str, request: dict[str, Any], page: SearchPage, *, at: float, upstream: str
+    ) -> None:
+        """Record one upstream search page (through the full Store)."""
+        self._reader.full().recordings.save_page(key, request, page, at=at, upstream=upstream)
+
+    def note_metadata(self, docs: Sequence[Document], *, at: float, upstream: str) -> None:
+        """Keep metadata seen in search results (through the full Store)."""
+        self._reader.full().recordings.note_metadata(docs, at=at, upstream=upstream)
+
+    def save_answer(
+        self,
+        key: str,
+        request: dict[str, Any],
+        answer: Answer,
+        cited: dict[str, str | None],
+        *,
+        at: float,
+        upstream: str,
+    ) -> None:
+        """Record an answer (through the full Store)."""
+        self._reader.full().recordings.save_answer(
+            key, request, answer, cited, at=at, upstream=upstream
+        )
+
+    def take_quota(self, bucket: str, period: str, limit: int) -> int | None:
+        """Count one call if it fits under `limit` (through the full Store)."""
+        return self._reader.full().recordings.take_quota(bucket, period, limit)

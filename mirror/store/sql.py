@@ -1,0 +1,110 @@
+"""SQL text run by both the full Store (through SQLAlchemy) and the cold-start Reader (sqlite3).
+
+One definition of each read query, so the two paths cannot drift. No SQLAlchemy here: the
+Reader imports this module on the cold path. Named parameters (`:name`) are understood by
+SQLAlchemy's `text()` and by sqlite3 alike; `?` marks are for sqlite3 only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..models import Stats, Summary
+
+# The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
+SCHEMA_REVISION = "0003"
+
+REVISION = "SELECT version_num FROM alembic_version"
+JOURNAL_MODE = "PRAGMA journal_mode"
+QUICK_CHECK = "PRAGMA quick_check"
+
+# Every column of `documents`, in the table's order (rows.cached_document unpacks by position;
+# tests/test_cold_start.py checks this against the table).
+DOCUMENT_COLUMNS = (
+    "name",
+    "uri",
+    "title",
+    "description",
+    "data_source",
+    "update_time",
+    "content_length_bytes",
+    "content",
+    "extra_json",
+    "content_sha256",
+    "fetched_at",
+    "upstream",
+    "seen_update_time",
+)
+_SELECT_DOCUMENTS = f"SELECT {', '.join(DOCUMENT_COLUMNS)} FROM documents"
+
+
+def by_names(count: int) -> str:
+    """Full rows of `count` names (sqlite3 `?` marks; keep `count` under SQLite's 32766)."""
+    return f"{_SELECT_DOCUMENTS} WHERE name IN ({', '.join('?' * count)})"
+
+
+# get_documents asks for at most 20 names: one ready text per count, none built per call.
+MAX_FIXED_NAMES = 20
+BY_NAMES = [by_names(count) for count in range(MAX_FIXED_NAMES + 1)]
+
+# An index range on the primary key, unlike LIKE (case rules, escapes): prefix to prefix+max.
+PREFIX_END = "\U0010ffff"
+
+
+def listing(*, prefix: bool, limit: bool) -> str:
+    """The `list_documents` query; binds `:lo`/`:hi` with `prefix`, `:limit` with `limit`."""
+    return (
+        "SELECT name, title, data_source, update_time, content_length_bytes, "
+        "content IS NOT NULL AS has_content, fetched_at FROM documents"
+        + (" WHERE name >= :lo AND name < :hi" if prefix else "")
+        + " ORDER BY name"
+        + (" LIMIT :limit" if limit else "")
+    )
+
+
+def listing_params(prefix: str | None, limit: int | None) -> dict[str, Any]:
+    """The parameters `listing` binds for this prefix and limit."""
+    params: dict[str, Any] = {}
+    if prefix:
+        params.update(lo=prefix, hi=prefix + PREFIX_END)
+    if limit is not None:
+        params["limit"] = limit
+    return params
+
+
+def summary(row: Sequence[Any]) -> Summary:
+    """A listing row as a Summary (`has_content` is 0/1 from sqlite3, a bool elsewhere)."""
+    name, title, data_source, update_time, length, has_content, fetched_at = row
+    return Summary(name, title, data_source, update_time, length, bool(has_content), fetched_at)
+
+
+STATS_TOTALS = (
+    "SELECT count(*), count(content), coalesce(sum(content_length_bytes), 0), "
+    "min(fetched_at), max(fetched_at) FROM documents"
+)
+STATS_BY_SOURCE = (
+    "SELECT data_source, count(*) FROM documents GROUP BY data_source ORDER BY data_source"
+)
+
+
+def stats(totals: Sequence[Any], by_source: Sequence[Sequence[Any]]) -> Stats:
+    """Stats from the rows of STATS_TOTALS and STATS_BY_SOURCE."""
+    total, with_content, size, oldest, newest = totals
+    return Stats(
+        documents=total,
+        with_content=with_content,
+        content_bytes=int(size),
+        oldest_fetch=oldest,
+        newest_fetch=newest,
+        by_data_source={str(src): n for src, n in by_source},
+    )
+
+
+FTS_TABLE = "chunks_fts"
+HAS_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"
+
+RECORDED_PAGE = "SELECT response_json, recorded_at, upstream FROM search_pages WHERE key = :key"
+RECORDED_ANSWER = (
+    "SELECT answer_json, references_json, recorded_at, upstream FROM answers WHERE key = :key"
+)
