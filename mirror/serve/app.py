@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from ..service import Mirror
 
 MCP_PATH = "/mcp"
+# Blocking calls (SQLite, upstream HTTP) running at once: the size of anyio's default thread
+# limiter, which both Starlette's run_in_threadpool and the MCP SDK's sync tools go through.
+# The store keeps a connection for each, so no request ever waits for a connection.
+WORKER_THREADS = 40
 
 
 def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
@@ -42,6 +47,8 @@ def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        # The limiter belongs to the running event loop, so it can only be set from inside it.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
         async with server.session_manager.run():
             yield
 
@@ -55,8 +62,9 @@ def prepare(mirror: Mirror, options: ServeOptions) -> None:
 
     Requests run on many threads at once; opening both now avoids racing to open them, and a
     setup problem (no API key, a bad store) stops the start instead of failing every request.
+    The store is sized for the worker threads (plus the event loop's own calls).
     """
-    _ = mirror.store
+    mirror.store.size_for(WORKER_THREADS)
     if options.fetches:
         mirror.upstream()
 

@@ -6,7 +6,7 @@ The only package that imports SQLAlchemy. Writes go through Core statements buil
 
 from __future__ import annotations
 
-import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, bindparam, func, select, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import PoolProxiedConnection
 
 from ..errors import SchemaError, StoreError
 from ..models import CachedDocument, Document
@@ -37,6 +38,8 @@ _BY_COUNT = [
     select(documents).where(documents.c.name.in_([bindparam(k) for k in _FIXED_KEYS[:count]]))
     for count in range(len(_FIXED_KEYS) + 1)
 ]
+# Pooled connections beyond a server's worker threads: a writer's, and the event loop's.
+POOL_RESERVE = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +74,12 @@ class Store:
         self.engine = engine
         self.url = engine.url.render_as_string(hide_password=True)
         self._upsert = upsert(engine.dialect.name, documents, ["name"])
-        # One held connection per thread for cache lookups: a pool checkout costs about as
-        # much as reading 20 cached documents, and lookups are the hot path.
-        self._local = threading.local()
-        self._readers: list[Connection] = []
-        self._readers_lock = threading.Lock()
+        # Idle connections for cache lookups, shared by every thread: a pool checkout and
+        # return (~16 us) is avoidable overhead on the hot path, a deque pop is not. A lookup
+        # takes one for the length of its query only, so a thread that goes idle (or exits)
+        # never keeps a connection another request is waiting for. At most `_idle_cap` stay.
+        self._idle: deque[PoolProxiedConnection] = deque()
+        self._idle_cap = engines.SQLITE_POOL_SIZE
         # On SQLite, lookups of up to 20 names run the Core statement's compiled SQL straight
         # on the held DBAPI connection: SQLAlchemy's per-execution bookkeeping otherwise costs
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
@@ -109,13 +113,33 @@ class Store:
         return store
 
     def close(self) -> None:
-        """Close the held read connections and every pooled connection."""
-        with self._readers_lock:
-            readers, self._readers = self._readers, []
-        for conn in readers:
-            conn.close()
-        self._local = threading.local()
+        """Close the idle read connections and every pooled connection."""
+        self._close_idle()
         self.engine.dispose()
+
+    def size_for(self, concurrency: int) -> None:
+        """Keep connections for `concurrency` threads using the store at once (a server's workers).
+
+        Call before the threads start: the engine is rebuilt with a pool of that size (plus a
+        writer's and the event loop's), so no request waits on the pool at that concurrency.
+        """
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        self._close_idle()
+        self._idle_cap = concurrency
+        old, self.engine = (
+            self.engine,
+            engines.create(self.engine.url, pool_size=concurrency + POOL_RESERVE),
+        )
+        self.__dict__.pop("recordings", None)  # it holds the old engine
+        old.dispose()
+
+    def _close_idle(self) -> None:
+        while self._idle:
+            try:
+                self._idle.pop().close()
+            except IndexError:  # another thread took the last one
+                break
 
     @cached_property
     def recordings(self) -> Recordings:
@@ -123,15 +147,6 @@ class Store:
         from .recordings import Recordings
 
         return Recordings(self.engine, self._writer)
-
-    def _reader(self) -> Connection:
-        conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed or conn.invalidated:
-            conn = self.engine.connect()
-            self._local.conn = conn
-            with self._readers_lock:
-                self._readers.append(conn)
-        return conn
 
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""
@@ -149,9 +164,22 @@ class Store:
             return {}
         rows: Sequence[Any]
         if self._fast_sql is not None and len(names) <= len(_FIXED_KEYS):
-            # Autocommit read: SQLite runs the SELECT in its own implicit transaction.
-            raw: Any = self._reader().connection.driver_connection
-            rows = raw.execute(self._fast_sql[len(names)], tuple(names)).fetchall()
+            # deque.pop/append are atomic: no lock on the hot path.
+            try:
+                pooled = self._idle.pop()
+            except IndexError:
+                pooled = self.engine.raw_connection()
+            try:
+                # Autocommit read: SQLite runs the SELECT in its own implicit transaction.
+                raw: Any = pooled.driver_connection
+                rows = raw.execute(self._fast_sql[len(names)], tuple(names)).fetchall()
+            except BaseException:
+                pooled.close()  # back to the pool, which resets or discards it
+                raise
+            if len(self._idle) < self._idle_cap:
+                self._idle.append(pooled)
+            else:
+                pooled.close()
         else:
             with self.engine.connect() as conn:
                 rows = conn.execute(_BY_NAMES, {"names": list(names)}).all()
@@ -181,8 +209,8 @@ class Store:
         """Best-matching chunks in the local index (`where`: a clause over documents)."""
         if not self.has_search_index():
             return []
-        conn = self._reader()
-        with conn.begin():  # one snapshot for the ranking and text lookups
+        # One snapshot for the ranking and text lookups; a checkout is cheap next to a search.
+        with self.engine.connect() as conn, conn.begin():
             from . import index
 
             return index.search(conn, query, limit=limit, offset=offset, where=where)
