@@ -12,6 +12,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from .body_limit import BodyLimit
 from .mcp_server import build_server
 from .options import ServeOptions
 from .rest_api import rest_routes
@@ -28,7 +29,7 @@ WORKER_THREADS = 40
 
 
 def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
-    """The whole server for `mirror`, every route behind the Host/Origin/token guard."""
+    """The whole server for `mirror`, every route behind the Host/Origin/token guard and body limit."""
     prepare(mirror, options)
     server = build_server(mirror, options)
     # Stateless, plain-JSON streamable HTTP, like Google's endpoint: a client may call
@@ -52,9 +53,9 @@ def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
         async with server.session_manager.run():
             yield
 
-    return Starlette(
-        routes=routes, middleware=[Middleware(RequestGuard, options=options)], lifespan=lifespan
-    )
+    # The guard runs first: a stranger's request is refused before its body is read.
+    middleware = [Middleware(RequestGuard, options=options), Middleware(BodyLimit)]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
 def prepare(mirror: Mirror, options: ServeOptions) -> None:
