@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import anyio
 import uvicorn
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MirrorError
+from .stdio_relay import DRAIN_SECONDS, AnswerAll
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -87,7 +88,33 @@ def running(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Iterator[st
 
 
 def serve_stdio(server: MCPServer, ready: Callable[[], None] | None = None) -> None:
-    """Speak MCP on stdin/stdout until stdin closes."""
+    """Speak MCP on stdin/stdout until stdin closes and every request read has its answer."""
     if ready is not None:
         ready()
-    anyio.run(server.run_stdio_async)
+    unanswered = anyio.run(_serve_stdio_async, server)
+    if unanswered:
+        raise MirrorError(
+            f"stdin closed and {unanswered} request(s) were still unanswered after "
+            f"{DRAIN_SECONDS} s; they were dropped",
+            hint="see the log above for the slow calls; rerun those requests",
+        )
+
+
+async def _serve_stdio_async(server: MCPServer) -> int:
+    """Run `server` over stdio; returns how many requests were left unanswered."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (stdin, stdout):
+        relay = AnswerAll(stdin, stdout)
+        # The SDK offers stdio only as run_stdio_async, which hands the server the raw stdin
+        # stream: at end of input the server stops and cancels the calls in flight. The
+        # relay keeps the server's input open until every request read has been answered.
+        lowlevel = server._lowlevel_server
+        options = lowlevel.create_initialization_options()
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay.pump_in)
+            async with anyio.create_task_group() as serving:
+                serving.start_soon(relay.pump_out)
+                await lowlevel.run(relay.server_in, relay.server_out, options)
+            group.cancel_scope.cancel()  # the server stopped on its own: stop reading
+        return relay.unanswered()
