@@ -13,6 +13,7 @@ import anyio
 import uvicorn
 
 from ..errors import ConfigError, MirrorError
+from .header_deadline import HeaderDeadlineProtocol
 from .stdio_relay import DRAIN_SECONDS, AnswerAll
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 # Seconds a stopping server waits for requests in flight before closing them.
 GRACEFUL_SECONDS = 5
+# Seconds an idle keep-alive connection stays open between requests.
+KEEP_ALIVE_SECONDS = 5
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -58,6 +61,10 @@ def _server(app: ASGIApp) -> uvicorn.Server:
         lifespan="on",
         ws="none",
         timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        # An idle keep-alive connection is closed after this long (uvicorn's default, explicit);
+        # one that is not yet idle but has not finished its headers: header_deadline.py.
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        http=HeaderDeadlineProtocol,
     )
     return uvicorn.Server(config)
 
