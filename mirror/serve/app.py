@@ -16,7 +16,7 @@ from .body_limit import BodyLimit
 from .mcp_server import build_server
 from .options import ServeOptions
 from .rest_api import rest_routes
-from .security import RequestGuard
+from .security import RequestGuard, own_origins
 
 if TYPE_CHECKING:
     from ..service import Mirror
@@ -76,12 +76,7 @@ def transport_security(options: ServeOptions) -> TransportSecuritySettings:
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[form for name in names for form in (name, f"{name}:*")],
-        allowed_origins=[
-            f"{scheme}://{name}{port}"
-            for name in names
-            for scheme in ("http", "https")
-            for port in ("", ":*")
-        ],
+        allowed_origins=sorted(own_origins(options)),
     )
 
 

@@ -75,9 +75,14 @@ def serve_http(app: ASGIApp, sock: socket.socket) -> None:
 
 
 @contextmanager
-def running(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
-    """Serve `app` in a background thread (tests, benchmarks); yields its base URL."""
-    sock = bind(host, port)
+def running(
+    app: ASGIApp, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None
+) -> Iterator[str]:
+    """Serve `app` in a background thread (tests, benchmarks); yields its base URL.
+
+    Pass `sock` when the app was built for its port (bind it first with `bind`).
+    """
+    sock = sock or bind(host, port)
     server = _server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
