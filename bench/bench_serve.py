@@ -1,15 +1,24 @@
-"""get_documents of 20 cached names through `dk-mirror serve` (HTTP MCP and REST) vs the Mirror call.
+"""get_documents of 20 cached names through `dk-mirror serve` (HTTP MCP and REST).
 
-Usage: python -m bench.bench_serve [--rounds N]
-The server is a real `dk-mirror serve` process (read-only, the corpus in its store); each client
-keeps one connection alive: httpx.Client for REST and raw JSON-RPC, one mcp Client session for
+Usage: python -m bench.bench_serve [--rounds N] [--seconds S] [--part load|paths|both]
+
+The server is a real `dk-mirror serve` process (read-only, the corpus in its store).
+
+load (issue 9): requests/s, p50 and p99 at 1, 8, 32 and 64 keep-alive clients (REST batchGet
+and MCP tools/call), next to a bare Starlette endpoint in its own process under the same uvicorn
+settings returning the very same answer bytes from memory, in the same run. Target: p99 at 64
+clients within 3x of the bare endpoint's; throughput flat or rising from 8 to 64 clients.
+
+paths: one client at a time: httpx.Client for REST and raw JSON-RPC, one mcp Client session for
 the SDK. Baseline: Mirror.get_documents on the same store, in this process, in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import pickle
 import random
 import re
 import select
@@ -21,22 +30,32 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
 import httpx
 
 from bench.common import add_corpus_option, english_corpus, median, ms, pct, timed
+from bench.load import request_bytes, run_level
 from mirror.config import Settings
 from mirror.service import Mirror
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
+LEVELS = (1, 8, 32, 64)
+
+
 def start_server(db: Path) -> tuple[subprocess.Popen[bytes], str]:
     """`dk-mirror serve --port 0` on the store; returns the process and its base URL."""
+    return _start([sys.executable, "-m", "mirror", "serve", "--port", "0", "--db", str(db)])
+
+
+def _start(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """Run a server that logs `dk-mirror serve: URL` (or `bare: URL`) on stderr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
     process = subprocess.Popen(
-        [sys.executable, "-m", "mirror", "serve", "--port", "0", "--db", str(db)],
+        command,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -47,7 +66,7 @@ def start_server(db: Path) -> tuple[subprocess.Popen[bytes], str]:
     while time.monotonic() < deadline and process.poll() is None:
         if select.select([process.stderr], [], [], 0.2)[0]:
             seen += os.read(process.stderr.fileno(), 4096)
-            match = re.search(rb"dk-mirror serve: (http://[\d.]+:\d+)", seen)
+            match = re.search(rb"(?:dk-mirror serve|bare): (http://[\d.]+:\d+)", seen)
             if match:
                 return process, match.group(1).decode()
     process.kill()
@@ -82,79 +101,196 @@ def report(label: str, samples: list[float], base: list[float]) -> None:
     )
 
 
+def bare_main(answers_file: str) -> None:
+    """Serve recorded answers from memory with a bare Starlette endpoint (the load baseline)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from mirror.serve.runner import bind, serve_http, url_of
+
+    with open(answers_file, "rb") as f:
+        answers: dict[bytes, bytes] = pickle.load(f)
+
+    async def endpoint(request: Request) -> Response:
+        key = request.url.path.encode() + b"?" + request.url.query.encode() + await request.body()
+        return Response(answers[key], media_type="application/json")
+
+    app = Starlette(routes=[Route("/{path:path}", endpoint, methods=["GET", "POST"])])
+    sock = bind("127.0.0.1", 0)
+    print(f"bare: {url_of(sock)}", file=sys.stderr, flush=True)
+    serve_http(app, sock)
+
+
+def load_requests(url: str, draws: list[list[str]]) -> dict[str, list[tuple[bytes, bytes]]]:
+    """REST and MCP requests for the draws, each with the server's answer key for the bare one."""
+    rest, mcp = [], []
+    for i, names in enumerate(draws):
+        query = urlencode([("names", n) for n in names])
+        target = "/v1/documents:batchGet?" + query
+        rest.append((request_bytes(url, "GET", target), f"/v1/documents:batchGet?{query}".encode()))
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "get_documents", "arguments": {"names": names}},
+            }
+        ).encode()
+        headers = {"Content-Type": "application/json", **MCP_HEADERS}
+        mcp.append((request_bytes(url, "POST", "/mcp", body, **headers), b"/mcp?" + body))
+    return {"REST batchGet": rest, "MCP tools/call": mcp}
+
+
+def load_part(db: Path, names: list[str], seconds: float) -> None:
+    """The issue 9 table: the mirror and the bare endpoint at 1, 8, 32 and 64 clients."""
+    rng = random.Random(7)
+    draws = [rng.sample(names, 20) for _ in range(200)]
+    process, url = start_server(db)
+    bare = None
+    try:
+        kinds = load_requests(url, draws)
+        # Record the mirror's own answers: the bare endpoint returns exactly these bytes.
+        answers: dict[bytes, bytes] = {}
+        with httpx.Client(base_url=url, timeout=30) as http:
+            for kind, pairs in kinds.items():
+                for (_raw, key), names_ in zip(pairs, draws, strict=True):
+                    if kind.startswith("REST"):
+                        params = [("names", n) for n in names_]
+                        answer = http.get("/v1/documents:batchGet", params=params)
+                    else:
+                        body = key.split(b"?", 1)[1]
+                        headers = {"Content-Type": "application/json", **MCP_HEADERS}
+                        answer = http.post("/mcp", content=body, headers=headers)
+                    answer.raise_for_status()
+                    answers[key] = answer.content
+        with tempfile.NamedTemporaryFile(suffix=".pickle", delete=False) as f:
+            pickle.dump(answers, f)
+        bare, bare_url = _start([sys.executable, "-m", "bench.bench_serve", "--bare", f.name])
+        size = sum(len(v) for v in answers.values()) / len(answers)
+        print(
+            f"load: {seconds:.0f} s per level, keep-alive clients, 20 names per request, "
+            f"{size / 1000:.0f} kB per answer on average; bare = Starlette returning the same "
+            f"bytes from memory, its own process"
+        )
+        for kind, pairs in kinds.items():
+            requests = [raw for raw, _key in pairs]
+            bare_requests = [
+                raw.replace(url.split("//")[1].encode(), bare_url.split("//")[1].encode(), 1)
+                for raw, _key in pairs
+            ]
+            rows = []
+            for clients in LEVELS:
+                ours = run_level(url, requests, clients, seconds)
+                base = run_level(bare_url, bare_requests, clients, seconds)
+                rows.append((clients, ours, base))
+            for clients, ours, base in rows:
+                print(
+                    f"{kind:15} {clients:3} clients  mirror {ours.rps:6.0f} req/s "
+                    f"p50 {ms(pct(ours.latencies, 50)):>11} p99 {ms(pct(ours.latencies, 99)):>11}"
+                    f"  errors {ours.errors}  |  bare {base.rps:6.0f} req/s "
+                    f"p99 {ms(pct(base.latencies, 99)):>11}  |  p99 ratio "
+                    f"{pct(ours.latencies, 99) / pct(base.latencies, 99):4.1f}x (target <= 3x)"
+                )
+            by_clients = {c: o.rps for c, o, _b in rows}
+            print(
+                f"{kind:15} throughput 64 vs 8 clients: {by_clients[64] / by_clients[8]:.2f}x "
+                "(target >= 1.0x: flat or rising)"
+            )
+        os.unlink(f.name)
+    finally:
+        for proc in (process, bare):
+            if proc is not None:
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=30)
+
+
 def main() -> None:
-    """Fill a store from the corpus, serve it, then time the four paths on the same draws."""
+    """Fill a store from the corpus, serve it, then run the load table and/or the paths."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per load level")
+    parser.add_argument("--part", choices=("load", "paths", "both"), default="both")
+    parser.add_argument("--bare", metavar="ANSWERS", help=argparse.SUPPRESS)
     add_corpus_option(parser)
     args = parser.parse_args()
+    if args.bare:
+        bare_main(args.bare)
+        return
     corpus = english_corpus(args.corpus)
-    warm = 30
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.sqlite3"
         mirror = Mirror(Settings(db_url=f"sqlite:///{db}", offline=True))
         mirror.import_file(corpus)
         names = [s.name for s in mirror.list_documents()]
-        rng = random.Random(42)
-        draws = [rng.sample(names, 20) for _ in range(args.rounds + warm)]
-        process, url = start_server(db)
-        try:
-            with httpx.Client(base_url=url, timeout=30) as http:
+        if args.part in ("load", "both"):
+            load_part(db, names, args.seconds)
+        if args.part in ("paths", "both"):
+            paths_part(mirror, db, names, args.rounds)
+        mirror.close()
 
-                def rest(i: list[int]) -> Callable[[], Any]:
-                    def call() -> Any:
-                        params = [("names", n) for n in draws[i[0] % len(draws)]]
-                        i[0] += 1
-                        response = http.get("/v1/documents:batchGet", params=params)
-                        response.raise_for_status()
-                        return response.json()
 
-                    return call
+def paths_part(mirror: Mirror, db: Path, names: list[str], rounds: int) -> None:
+    """One client at a time: REST, raw JSON-RPC and the SDK against Mirror.get_documents."""
+    warm = 30
+    rng = random.Random(42)
+    draws = [rng.sample(names, 20) for _ in range(rounds + warm)]
+    process, url = start_server(db)
+    try:
+        with httpx.Client(base_url=url, timeout=30) as http:
 
-                def raw_mcp(i: list[int]) -> Callable[[], Any]:
-                    def call() -> Any:
-                        arguments = {"names": draws[i[0] % len(draws)]}
-                        i[0] += 1
-                        body = {
-                            "jsonrpc": "2.0",
-                            "id": i[0],
-                            "method": "tools/call",
-                            "params": {"name": "get_documents", "arguments": arguments},
-                        }
-                        response = http.post("/mcp", json=body, headers=MCP_HEADERS)
-                        response.raise_for_status()
-                        return response.json()
+            def rest(i: list[int]) -> Callable[[], Any]:
+                def call() -> Any:
+                    params = [("names", n) for n in draws[i[0] % len(draws)]]
+                    i[0] += 1
+                    response = http.get("/v1/documents:batchGet", params=params)
+                    response.raise_for_status()
+                    return response.json()
 
-                    return call
+                return call
 
-                def direct(i: list[int]) -> Callable[[], Any]:
-                    def call() -> Any:
-                        result = mirror.get_documents(draws[i[0] % len(draws)])
-                        i[0] += 1
-                        return result
+            def raw_mcp(i: list[int]) -> Callable[[], Any]:
+                def call() -> Any:
+                    arguments = {"names": draws[i[0] % len(draws)]}
+                    i[0] += 1
+                    body = {
+                        "jsonrpc": "2.0",
+                        "id": i[0],
+                        "method": "tools/call",
+                        "params": {"name": "get_documents", "arguments": arguments},
+                    }
+                    response = http.post("/mcp", json=body, headers=MCP_HEADERS)
+                    response.raise_for_status()
+                    return response.json()
 
-                    return call
+                return call
 
-                timed(direct([0]), warm)
-                base = timed(direct([warm]), args.rounds)
-                timed(rest([0]), warm)
-                rest_t = timed(rest([warm]), args.rounds)
-                sizes = [
-                    len(
-                        http.get("/v1/documents:batchGet", params=[("names", n) for n in d]).content
-                    )
-                    for d in draws[:50]
-                ]
-                payload = sum(sizes) / len(sizes)
-                timed(raw_mcp([0]), warm)
-                raw_t = timed(raw_mcp([warm]), args.rounds)
-            sdk_t = mcp_sdk_times(url, draws, warm)
-        finally:
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
-            mirror.close()
+            def direct(i: list[int]) -> Callable[[], Any]:
+                def call() -> Any:
+                    result = mirror.get_documents(draws[i[0] % len(draws)])
+                    i[0] += 1
+                    return result
+
+                return call
+
+            timed(direct([0]), warm)
+            base = timed(direct([warm]), rounds)
+            timed(rest([0]), warm)
+            rest_t = timed(rest([warm]), rounds)
+            sizes = [
+                len(http.get("/v1/documents:batchGet", params=[("names", n) for n in d]).content)
+                for d in draws[:50]
+            ]
+            payload = sum(sizes) / len(sizes)
+            timed(raw_mcp([0]), warm)
+            raw_t = timed(raw_mcp([warm]), rounds)
+        sdk_t = mcp_sdk_times(url, draws, warm)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
     print(
-        f"get_documents of 20 cached names, {args.rounds} rounds, {len(names)} documents in "
+        f"get_documents of 20 cached names, {rounds} rounds, {len(names)} documents in "
         f"store, {payload / 1000:.0f} kB per REST answer on average"
     )
     report("Mirror.get_documents (in process)", base, base)

@@ -24,13 +24,16 @@ def serve_app() -> Iterator[Callable[..., str]]:
     """Start `build_app(mirror, ServeOptions(**options))` in a thread; returns its base URL."""
     from mirror.serve import ServeOptions
     from mirror.serve.app import build_app
-    from mirror.serve.runner import running
+    from mirror.serve.runner import bind, running
 
     with contextlib.ExitStack() as stack:
 
         def start(mirror: Mirror, **options: Any) -> str:
+            # Bound first: the app's Origin checks need the real port.
+            sock = bind("127.0.0.1", 0)
+            options.setdefault("port", sock.getsockname()[1])
             app = build_app(mirror, ServeOptions(**options))
-            return stack.enter_context(running(app))
+            return stack.enter_context(running(app, sock=sock))
 
         yield start
 

@@ -55,8 +55,40 @@ def test_own_names_and_origins_are_accepted(sample_mirror, serve_app):
     port = url.rsplit(":", 1)[1]
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}"):
         assert httpx.get(url + "/v1/" + SAMPLE, headers={"Host": host}).status_code == 200, host
-    for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}", "https://localhost"):
+    for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"):
         assert httpx.get(url + "/v1/" + SAMPLE, headers={"Origin": origin}).status_code == 200
+
+
+@pytest.mark.parametrize("path", ROUTES)
+def test_a_loopback_origin_on_another_port_is_refused(sample_mirror, serve_app, path):
+    # A page served by another program on this machine (a dev server on :3000, say) is a
+    # different origin: its scripts may not read the mirror or call its tools.
+    url = serve_app(sample_mirror)
+    port = int(url.rsplit(":", 1)[1])
+    for origin in (
+        f"http://127.0.0.1:{port + 1}",
+        "http://localhost:3000",
+        "http://localhost",
+        f"https://[::1]:{port - 1}",
+    ):
+        response = httpx.get(url + path, headers={"Origin": origin})
+        assert response.status_code == 403, origin
+        assert "only pages it serves itself may" in response.json()["error"]["message"]
+
+
+def test_the_mcp_sdk_check_accepts_exactly_the_same_origins():
+    from mirror.serve import ServeOptions
+    from mirror.serve.app import transport_security
+    from mirror.serve.security import own_origins
+
+    options = ServeOptions(port=8787, allowed_hosts=("docs.internal",))
+    settings = transport_security(options)
+    assert set(settings.allowed_origins) == own_origins(options)
+    assert "http://localhost:8787" in settings.allowed_origins
+    assert "https://docs.internal" in settings.allowed_origins  # a proxy on its default port
+    # No port wildcards: the SDK matches `origin:*` patterns on any port.
+    assert not any(o.endswith(":*") for o in settings.allowed_origins)
+    assert "http://localhost" not in settings.allowed_origins
 
 
 def test_allow_host_adds_a_name(sample_mirror, serve_app):

@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import click
 
@@ -107,8 +108,14 @@ def serve(
                 mirror.store_url,
             )
         else:
-            built = app.build_app(mirror, options)
+            # Bound first: with --port 0 only the socket knows the port the Origin check needs.
             sock = runner.bind(host, port)
+            try:
+                options = replace(options, port=sock.getsockname()[1])
+                built = app.build_app(mirror, options)
+            except BaseException:
+                sock.close()  # a refused start (no key, bad store) frees the port
+                raise
             log.info(
                 "dk-mirror serve: %s -- MCP at /mcp, REST at /v1/, browser at / (%s%s); store %s",
                 runner.url_of(sock),

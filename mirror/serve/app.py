@@ -6,24 +6,30 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from .body_limit import BodyLimit
 from .mcp_server import build_server
 from .options import ServeOptions
 from .rest_api import rest_routes
-from .security import RequestGuard
+from .security import RequestGuard, own_origins
 
 if TYPE_CHECKING:
     from ..service import Mirror
 
 MCP_PATH = "/mcp"
+# Blocking calls (SQLite, upstream HTTP) running at once: the size of anyio's default thread
+# limiter, which both Starlette's run_in_threadpool and the MCP SDK's sync tools go through.
+# The store keeps a connection for each, so no request ever waits for a connection.
+WORKER_THREADS = 40
 
 
 def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
-    """The whole server for `mirror`, every route behind the Host/Origin/token guard."""
+    """The whole server for `mirror`, every route behind the Host/Origin/token guard and body limit."""
     prepare(mirror, options)
     server = build_server(mirror, options)
     # Stateless, plain-JSON streamable HTTP, like Google's endpoint: a client may call
@@ -42,12 +48,14 @@ def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        # The limiter belongs to the running event loop, so it can only be set from inside it.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
         async with server.session_manager.run():
             yield
 
-    return Starlette(
-        routes=routes, middleware=[Middleware(RequestGuard, options=options)], lifespan=lifespan
-    )
+    # The guard runs first: a stranger's request is refused before its body is read.
+    middleware = [Middleware(RequestGuard, options=options), Middleware(BodyLimit)]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
 def prepare(mirror: Mirror, options: ServeOptions) -> None:
@@ -55,8 +63,9 @@ def prepare(mirror: Mirror, options: ServeOptions) -> None:
 
     Requests run on many threads at once; opening both now avoids racing to open them, and a
     setup problem (no API key, a bad store) stops the start instead of failing every request.
+    The store is sized for the worker threads (plus the event loop's own calls).
     """
-    mirror.prepare(online=options.fetches)
+    mirror.prepare(online=options.fetches, concurrency=WORKER_THREADS)
 
 
 def transport_security(options: ServeOptions) -> TransportSecuritySettings:
@@ -65,12 +74,7 @@ def transport_security(options: ServeOptions) -> TransportSecuritySettings:
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[form for name in names for form in (name, f"{name}:*")],
-        allowed_origins=[
-            f"{scheme}://{name}{port}"
-            for name in names
-            for scheme in ("http", "https")
-            for port in ("", ":*")
-        ],
+        allowed_origins=sorted(own_origins(options)),
     )
 
 

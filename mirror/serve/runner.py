@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 import anyio
 import uvicorn
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MirrorError
+from .header_deadline import HeaderDeadlineProtocol
+from .stdio_relay import DRAIN_SECONDS, AnswerAll
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
 
 # Seconds a stopping server waits for requests in flight before closing them.
 GRACEFUL_SECONDS = 5
+# Seconds an idle keep-alive connection stays open between requests.
+KEEP_ALIVE_SECONDS = 5
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -57,6 +61,10 @@ def _server(app: ASGIApp) -> uvicorn.Server:
         lifespan="on",
         ws="none",
         timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        # An idle keep-alive connection is closed after this long (uvicorn's default, explicit);
+        # one that is not yet idle but has not finished its headers: header_deadline.py.
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        http=HeaderDeadlineProtocol,
     )
     return uvicorn.Server(config)
 
@@ -67,9 +75,14 @@ def serve_http(app: ASGIApp, sock: socket.socket) -> None:
 
 
 @contextmanager
-def running(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
-    """Serve `app` in a background thread (tests, benchmarks); yields its base URL."""
-    sock = bind(host, port)
+def running(
+    app: ASGIApp, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None
+) -> Iterator[str]:
+    """Serve `app` in a background thread (tests, benchmarks); yields its base URL.
+
+    Pass `sock` when the app was built for its port (bind it first with `bind`).
+    """
+    sock = sock or bind(host, port)
     server = _server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -87,7 +100,33 @@ def running(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Iterator[st
 
 
 def serve_stdio(server: MCPServer, ready: Callable[[], None] | None = None) -> None:
-    """Speak MCP on stdin/stdout until stdin closes."""
+    """Speak MCP on stdin/stdout until stdin closes and every request read has its answer."""
     if ready is not None:
         ready()
-    anyio.run(server.run_stdio_async)
+    unanswered = anyio.run(_serve_stdio_async, server)
+    if unanswered:
+        raise MirrorError(
+            f"stdin closed and {unanswered} request(s) were still unanswered after "
+            f"{DRAIN_SECONDS} s; they were dropped",
+            hint="see the log above for the slow calls; rerun those requests",
+        )
+
+
+async def _serve_stdio_async(server: MCPServer) -> int:
+    """Run `server` over stdio; returns how many requests were left unanswered."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (stdin, stdout):
+        relay = AnswerAll(stdin, stdout)
+        # The SDK offers stdio only as run_stdio_async, which hands the server the raw stdin
+        # stream: at end of input the server stops and cancels the calls in flight. The
+        # relay keeps the server's input open until every request read has been answered.
+        lowlevel = server._lowlevel_server
+        options = lowlevel.create_initialization_options()
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay.pump_in)
+            async with anyio.create_task_group() as serving:
+                serving.start_soon(relay.pump_out)
+                await lowlevel.run(relay.server_in, relay.server_out, options)
+            group.cancel_scope.cancel()  # the server stopped on its own: stop reading
+        return relay.unanswered()

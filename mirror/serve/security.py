@@ -2,8 +2,10 @@
 
 - Host must name this server (loopback names, the bound address, `--allow-host` names): a
   web page on a rebinding domain (DNS pointing evil.example at 127.0.0.1) sends its own name.
-- Origin, when a browser sends one, must be an http(s) origin on one of those names: no other
-  site's scripts may call the API or MCP endpoint, even through a loopback address.
+- Origin, when a browser sends one, must be this server's own origin: one of those names AND
+  this server's port. No other site's scripts may call the API or MCP endpoint, not even a page
+  served by another program on a loopback port (http://localhost:3000). `--allow-host` names
+  (a reverse proxy's) are also accepted on the default ports, where a proxy serves them.
 - With a token, `Authorization: Bearer TOKEN` is required (or `X-Goog-Api-Key: TOKEN`, so a
   Google client library or another dk-mirror can present it as its API key).
 """
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -32,8 +33,25 @@ def hostname_of(host_header: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+def own_origins(options: ServeOptions) -> frozenset[str]:
+    """Every Origin a page served by this server can send (lower case, as browsers send it).
+
+    `options.port` must be the port actually bound (not 0). The MCP SDK's own check is given
+    the same list (app.transport_security), so the two can never disagree.
+    """
+    origins = set()
+    for name in options.host_names():
+        for scheme, default_port in (("http", 80), ("https", 443)):
+            origins.add(f"{scheme}://{name}:{options.port}")
+            if options.port == default_port:  # browsers leave a scheme's default port out
+                origins.add(f"{scheme}://{name}")
+    for name in options.allowed_hosts:
+        origins.update({f"http://{name.lower()}", f"https://{name.lower()}"})
+    return frozenset(origins)
+
+
 def check(
-    headers: Headers, options: ServeOptions, allowed: frozenset[str]
+    headers: Headers, options: ServeOptions, allowed: frozenset[str], origins: frozenset[str]
 ) -> api_errors.ApiError | None:
     """Why a request with these headers must be refused, or None when it may proceed."""
     host = headers.get("host")
@@ -45,13 +63,12 @@ def check(
             f"{hostname_of(host or '?')}`.",
         )
     origin = headers.get("origin")
-    if origin is not None:
-        parts = urlsplit(origin)
-        if parts.scheme not in ("http", "https") or hostname_of(parts.netloc) not in allowed:
-            return api_errors.make(
-                403,
-                f"Origin {origin!r} may not call this server: cross-site requests are refused.",
-            )
+    if origin is not None and origin.strip().lower() not in origins:
+        return api_errors.make(
+            403,
+            f"Origin {origin!r} may not call this server: only pages it serves itself may "
+            f"(http://{hostname_of(host)}:{options.port}); cross-site requests are refused.",
+        )
     if options.token is not None and not _presents(headers, options.token):
         return api_errors.make(
             401,
@@ -79,6 +96,7 @@ class RequestGuard:
         self.app = app
         self.options = options
         self.allowed = options.host_names()
+        self.origins = own_origins(options)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer 403/401 here, or pass the request on."""
@@ -88,7 +106,7 @@ class RequestGuard:
         if scope["type"] != "http":
             await send({"type": "websocket.close", "code": 1008})
             return
-        problem = check(Headers(scope=scope), self.options, self.allowed)
+        problem = check(Headers(scope=scope), self.options, self.allowed, self.origins)
         if problem is None:
             await self.app(scope, receive, send)
             return

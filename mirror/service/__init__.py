@@ -127,18 +127,26 @@ class Mirror:
             self._upstream = open_upstream(self.settings, retry=self._retry)
         return self._upstream
 
-    def prepare(self, *, online: bool) -> None:
+    def prepare(self, *, online: bool, concurrency: int | None = None) -> None:
         """Open the store (and, when `online`, the upstream client) before serving requests.
 
         A server's requests run on many threads at once; opening both first avoids racing to
         open them, and a setup problem (no key, a bad store) stops the start instead of
         failing every request. The Reader's sqlite3 connection serves one thread, so a server
-        always runs on the full Store (`dk-mirror --offline serve` asks for a Reader).
+        always runs on the full Store (`dk-mirror --offline serve` asks for a Reader);
+        `concurrency` sizes its connections to the server's worker threads.
         """
         if self._use_reader:
             self._use_reader = False
             self.close()  # drops a Reader opened already; the store reopens below
         ctx = self._ctx()
+        if concurrency is not None:
+            from ..store.store import Store
+
+            # A server's worker threads use the store at once: connections for each of them
+            # (the full Store: the Reader was dropped above).
+            assert isinstance(ctx.store, Store)
+            ctx.store.size_for(concurrency)
         if online:
             ctx.upstream()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from ..errors import StoreError
 
@@ -18,6 +18,9 @@ log = logging.getLogger("mirror.store")
 BUSY_TIMEOUT_MS = 5000
 # Execution option that marks a connection as a writer (its BEGIN takes the write lock).
 WRITE = "dk_mirror_write"
+# Connections a SQLite pool keeps open between uses, unless the owner sizes it (Store.size_for).
+# They are opened lazily, so a one-shot CLI command still opens one or two.
+SQLITE_POOL_SIZE = 8
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -82,15 +85,30 @@ def _create_private(database: Path) -> None:
     os.chmod(database, FILE_MODE)  # os.open's mode is filtered by the umask too
 
 
-def create(url: str) -> Engine:
-    """An engine for `url`, with the pragmas and transaction handling this store relies on."""
+def create(url: str | URL, *, pool_size: int | None = None) -> Engine:
+    """An engine for `url`, with the pragmas and transaction handling this store relies on.
+
+    `pool_size`: connections kept open for reuse (the owner's concurrency); None: the default.
+    """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
             _create_private(Path(database))
-        engine = create_engine(url)
+        engine = create_engine(url, **_sqlite_pool_args(database, pool_size))
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    sized = {} if pool_size is None else {"pool_size": pool_size}
+    return create_engine(url, pool_pre_ping=True, **sized)
+
+
+def _sqlite_pool_args(database: str | None, pool_size: int | None) -> dict[str, Any]:
+    """Pool arguments for a SQLite database file (an in-memory one keeps its own pool)."""
+    if not database or database == ":memory:" or "mode=memory" in database:
+        return {}
+    # No overflow limit: a SQLite connection is a file handle in this process, so waiting for
+    # one never helps; it only turned a busy server into 30 s timeouts once every pooled
+    # connection was taken. The real bound is the number of threads using the store at once,
+    # which a server caps with its worker-thread limit and passes to Store.size_for.
+    return {"pool_size": pool_size or SQLITE_POOL_SIZE, "max_overflow": -1}

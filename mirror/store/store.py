@@ -6,13 +6,14 @@ The only package that imports SQLAlchemy. Writes go through Core statements buil
 
 from __future__ import annotations
 
-import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, bindparam, select, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import PoolProxiedConnection
 
 from ..errors import SchemaError, StoreError
 from ..models import CachedDocument, Document, PutReport, Stats, StoreFacts, Summary
@@ -35,6 +36,8 @@ from . import schema_index, schema_recordings  # noqa: F401  isort: skip
 PUT_BATCH = 300
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
+# Pooled connections beyond a server's worker threads: a writer's, and the event loop's.
+POOL_RESERVE = 2
 
 
 class Store:
@@ -44,11 +47,12 @@ class Store:
         self.engine = engine
         self.url = engine.url.render_as_string(hide_password=True)
         self._upsert = upsert(engine.dialect.name, documents, ["name"])
-        # One held connection per thread for cache lookups: a pool checkout costs about as
-        # much as reading 20 cached documents, and lookups are the hot path.
-        self._local = threading.local()
-        self._readers: list[Connection] = []
-        self._readers_lock = threading.Lock()
+        # Idle connections for cache lookups, shared by every thread: a pool checkout and
+        # return (~16 us) is avoidable overhead on the hot path, a deque pop is not. A lookup
+        # takes one for the length of its query only, so a thread that goes idle (or exits)
+        # never keeps a connection another request is waiting for. At most `_idle_cap` stay.
+        self._idle: deque[PoolProxiedConnection] = deque()
+        self._idle_cap = engines.SQLITE_POOL_SIZE
         # On SQLite, lookups of up to 20 names run sql.BY_NAMES (the Reader's text too) straight
         # on the held DBAPI connection: SQLAlchemy's per-execution bookkeeping otherwise costs
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
@@ -80,13 +84,33 @@ class Store:
         return store
 
     def close(self) -> None:
-        """Close the held read connections and every pooled connection."""
-        with self._readers_lock:
-            readers, self._readers = self._readers, []
-        for conn in readers:
-            conn.close()
-        self._local = threading.local()
+        """Close the idle read connections and every pooled connection."""
+        self._close_idle()
         self.engine.dispose()
+
+    def size_for(self, concurrency: int) -> None:
+        """Keep connections for `concurrency` threads using the store at once (a server's workers).
+
+        Call before the threads start: the engine is rebuilt with a pool of that size (plus a
+        writer's and the event loop's), so no request waits on the pool at that concurrency.
+        """
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        self._close_idle()
+        self._idle_cap = concurrency
+        old, self.engine = (
+            self.engine,
+            engines.create(self.engine.url, pool_size=concurrency + POOL_RESERVE),
+        )
+        self.__dict__.pop("recordings", None)  # it holds the old engine
+        old.dispose()
+
+    def _close_idle(self) -> None:
+        while self._idle:
+            try:
+                self._idle.pop().close()
+            except IndexError:  # another thread took the last one
+                break
 
     @cached_property
     def recordings(self) -> Recordings:
@@ -94,15 +118,6 @@ class Store:
         from .recordings import Recordings
 
         return Recordings(self.engine, self._writer)
-
-    def _reader(self) -> Connection:
-        conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed or conn.invalidated:
-            conn = self.engine.connect()
-            self._local.conn = conn
-            with self._readers_lock:
-                self._readers.append(conn)
-        return conn
 
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""
@@ -120,9 +135,22 @@ class Store:
             return {}
         rows: Sequence[Any]
         if self._fast_sql and len(names) <= sql.MAX_FIXED_NAMES:
-            # Autocommit read: SQLite runs the SELECT in its own implicit transaction.
-            raw: Any = self._reader().connection.driver_connection
-            rows = raw.execute(sql.BY_NAMES[len(names)], tuple(names)).fetchall()
+            # deque.pop/append are atomic: no lock on the hot path.
+            try:
+                pooled = self._idle.pop()
+            except IndexError:
+                pooled = self.engine.raw_connection()
+            try:
+                # Autocommit read: SQLite runs the SELECT in its own implicit transaction.
+                raw: Any = pooled.driver_connection
+                rows = raw.execute(sql.BY_NAMES[len(names)], tuple(names)).fetchall()
+            except BaseException:
+                pooled.close()  # back to the pool, which resets or discards it
+                raise
+            if len(self._idle) < self._idle_cap:
+                self._idle.append(pooled)
+            else:
+                pooled.close()
         else:
             with self.engine.connect() as conn:
                 rows = conn.execute(_BY_NAMES, {"names": list(names)}).all()
@@ -185,8 +213,8 @@ class Store:
         from .filter_sql import to_sql
 
         clause = to_sql(where, documents) if where is not None else None
-        conn = self._reader()
-        with conn.begin():  # one snapshot for the ranking and text lookups
+        # One snapshot for the ranking and text lookups; a checkout is cheap next to a search.
+        with self.engine.connect() as conn, conn.begin():
             return index.search(conn, query, limit=limit, offset=offset, where=clause)
 
     def has_search_index(self) -> bool:
