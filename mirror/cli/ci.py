@@ -9,7 +9,7 @@ import click
 
 from ..service import Mirror
 from . import render
-from .common import duration, global_options, json_option, open_mirror
+from .common import duration, global_options, json_option, names_from_file, open_mirror
 
 PathArg = click.Path(path_type=Path, dir_okay=False)
 ExistingFile = click.Path(path_type=Path, dir_okay=False, exists=True)
@@ -43,13 +43,11 @@ def export(
     as_json: bool,
 ) -> None:
     """Write the selected documents to OUT: same documents, same bytes, on any machine."""
-    from ..names import read_names
-
     manifest = open_mirror(ctx).export_snapshot(
         out,
         prefix=prefix,
         data_source=data_source,
-        names=read_names(names_file) if names_file else None,
+        names=names_from_file(names_file) if names_file else None,
         lock=lock_file,
         since=since,
     )

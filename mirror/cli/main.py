@@ -9,11 +9,20 @@ from typing import Any
 
 import click
 
-from ..errors import MirrorError
+from ..errors import MirrorError, NotCached, NotFound
 from . import render
 from .admin import admin_commands
 from .ci import pin_commands
-from .common import Progress, duration, global_options, json_option, open_mirror, request_mode
+from .common import (
+    Progress,
+    duration,
+    global_options,
+    json_option,
+    names_from_file,
+    open_mirror,
+    request_mode,
+    with_suggestions,
+)
 from .search import search_commands
 from .serve import serve
 
@@ -58,15 +67,18 @@ def get(
     NAME may be documents/HOST/PATH, https://HOST/PATH or HOST/PATH; at most 20.
     """
     mirror = open_mirror(ctx)
-    result = mirror.get_documents(
-        list(names), request_mode(mirror, max_age=max_age, refresh=refresh)
-    )
+    mode = request_mode(mirror, max_age=max_age, refresh=refresh)
+    try:
+        # --json prints the documents there are and names the rest; text is all or nothing.
+        result = mirror.get_documents(list(names), mode, partial=as_json)
+    except (NotFound, NotCached) as exc:
+        raise with_suggestions(mirror, exc, names) from None
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
-        out = result.to_api()
-        out["_mirror"] = {"served": [s.to_json() for s in result.served]}
-        click.echo(render.to_json(out))
+        click.echo(render.to_json(result.to_json()))
+        if result.error is not None:
+            raise with_suggestions(mirror, result.error, names)
         return
     for i, doc in enumerate(result.documents):
         if len(result.documents) > 1:
@@ -95,9 +107,7 @@ def fetch(
     as_json: bool,
 ) -> None:
     """Mirror any number of documents into the store, in batches of 20."""
-    from ..names import read_names
-
-    wanted = list(names) + (read_names(names_file) if names_file else [])
+    wanted = list(names) + (names_from_file(names_file) if names_file else [])
     if not wanted:
         raise click.UsageError("give document names or --names-file")
     mirror = open_mirror(ctx)

@@ -120,9 +120,14 @@ class Mirror:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def get_documents(self, names: Sequence[str], mode: Mode | None = None) -> GetResult:
-        """Up to 20 documents in request order: fresh copies from the store, the rest fetched."""
-        return documents.get_documents(self._ctx(), names, mode or self.default_mode())
+    def get_documents(
+        self, names: Sequence[str], mode: Mode | None = None, *, partial: bool = False
+    ) -> GetResult:
+        """Up to 20 documents in request order: fresh copies from the store, the rest fetched
+        (`partial`: return what there is, naming the rest, instead of raising)."""
+        return documents.get_documents(
+            self._ctx(), names, mode or self.default_mode(), partial=partial
+        )
 
     def fetch(
         self, names: Iterable[str], mode: Mode | None = None, progress: Progress | None = None

@@ -43,15 +43,31 @@ class Served:
 
 @dataclass(frozen=True, slots=True)
 class GetResult:
-    """Documents in request order, with where each came from and any warnings."""
+    """Documents in request order, with where each came from and any warnings.
+
+    Only a partial get (`partial=True`) returns with names `missing`; `error` is then the
+    NotCached or NotFound a whole get would have raised, for the caller to raise after output.
+    """
 
     documents: list[Document]
     served: list[Served]
     warnings: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    error: NotCached | NotFound | None = None
 
     def to_api(self) -> dict[str, Any]:
         """The BatchGetDocumentsResponse JSON upstream would have returned."""
         return {"documents": [doc.to_api() for doc in self.documents]}
+
+    def to_json(self) -> dict[str, Any]:
+        """`get --json`: the batchGet JSON, plus where each came from and what is missing."""
+        return {
+            **self.to_api(),
+            "_mirror": {
+                "served": [s.to_json() for s in self.served],
+                "missing": self.missing,
+            },
+        }
 
 
 @dataclass(slots=True)
@@ -75,35 +91,53 @@ class FetchReport:
         }
 
 
-def get_documents(ctx: Context, names: Sequence[str], mode: Mode) -> GetResult:
-    """Up to 20 documents in request order: fresh copies from the store, the rest fetched."""
+def get_documents(
+    ctx: Context, names: Sequence[str], mode: Mode, *, partial: bool = False
+) -> GetResult:
+    """Up to 20 documents in request order: fresh copies from the store, the rest fetched.
+
+    A name not cached (offline) or not found upstream raises NotCached / NotFound; with
+    `partial`, the others are returned and the missing names and that error are reported.
+    """
     limits.check_names(names)
     wanted = naming.normalize_all(names)
     cached = ctx.store.get_many(wanted)
     decided = plan(wanted, cached, mode, now=ctx.clock())
     sources = {n: Source.CACHE for n in decided.names(Action.SERVE_CACHED)}
     warnings: list[str] = []
+    error: NotCached | NotFound | None = None
     absent = decided.names(Action.NOT_CACHED)
     if absent:
-        raise NotCached(absent)
+        error = NotCached(absent)
+        if not partial:
+            raise error
     stale = decided.names(Action.SERVE_STALE)
     if stale:
         sources.update((n, Source.STALE) for n in stale)
         warnings.append(f"offline: served {len(stale)} copy(ies) older than --max-age")
     if decided.to_fetch:
-        cached, fetched_sources, notes = _fetch_for_get(ctx, decided.to_fetch, cached)
+        cached, fetched_sources, notes, not_found = _fetch_for_get(ctx, decided.to_fetch, cached)
         sources.update(fetched_sources)
         warnings.extend(notes)
+        if not_found is not None:
+            error = not_found
+            if not partial:
+                raise error
+    missing = set(error.names) if error is not None else set()
+    kept = [n for n in wanted if n not in missing]
     return GetResult(
-        documents=[cached[n].document for n in wanted],
-        served=[Served(n, sources[n], cached[n].fetched_at, cached[n].upstream) for n in wanted],
+        documents=[cached[n].document for n in kept],
+        served=[Served(n, sources[n], cached[n].fetched_at, cached[n].upstream) for n in kept],
         warnings=warnings,
+        missing=error.names if error is not None else [],
+        error=error,
     )
 
 
 def _fetch_for_get(
     ctx: Context, to_fetch: list[str], cached: dict[str, CachedDocument]
-) -> tuple[dict[str, CachedDocument], dict[str, Source], list[str]]:
+) -> tuple[dict[str, CachedDocument], dict[str, Source], list[str], NotFound | None]:
+    """Fetch `to_fetch`, writing what came; the NotFound for names upstream lacks, if any."""
     from ..upstream.batching import iter_fetch
 
     try:
@@ -114,19 +148,21 @@ def _fetch_for_get(
             raise
         warning = f"upstream failed, served cached copies instead: {exc.message}"
         log.warning(warning)
-        return cached, {n: Source.STALE for n in to_fetch}, [warning]
+        return cached, {n: Source.STALE for n in to_fetch}, [warning], None
     missing: list[str] = []
     for outcome in outcomes:
         _write(ctx, outcome.documents)
         missing.extend(outcome.missing)
+    not_found = None
     if missing:
-        kept = [n for n in missing if n in cached]
+        kept = [n for n in missing if n in cached and cached[n].document.content is not None]
         hint = None
         if kept:
             hint = f"an older copy of {len(kept)} of them is in the store: add --offline to read it"
-        raise NotFound(missing, hint=hint)
-    fresh = ctx.store.get_many(to_fetch)
-    return {**cached, **fresh}, {n: Source.UPSTREAM for n in to_fetch}, []
+        not_found = NotFound(missing, hint=hint)
+    fetched = [n for n in to_fetch if n not in missing]
+    fresh = ctx.store.get_many(fetched)
+    return {**cached, **fresh}, {n: Source.UPSTREAM for n in fetched}, [], not_found
 
 
 def _write(ctx: Context, docs: Sequence[Document]) -> None:
@@ -201,20 +237,25 @@ def cached_names(ctx: Context, names: Sequence[str]) -> frozenset[str]:
 
 
 def suggest_names(ctx: Context, name: str, limit: int, exclude: Sequence[str]) -> list[str]:
-    """Cached documents nearest to `name`: same path prefix first, then close spelling."""
+    """Cached documents nearest to `name`: same path prefix first, then close spelling.
+
+    Only documents with content: a metadata-only row (seen in search results) cannot be
+    read offline, so suggesting it would send the reader to another miss.
+    """
     from ..search import suggest
+
+    def names_under(prefix: str) -> list[str]:
+        return [s.name for s in ctx.store.list_documents(prefix, SUGGEST_POOL, content_only=True)]
 
     target = naming.normalize(name)
     pool: list[str] = []
     for prefix in suggest.parents(target):
-        pool = [s.name for s in ctx.store.list_documents(prefix, SUGGEST_POOL)]
+        pool = names_under(prefix)
         if len(pool) > limit + len(exclude):
             break
     if not pool:
         # Nothing under the host: perhaps the host itself is misspelled.
         hosts = suggest.close_hosts(suggest.host_of(target), ctx.store.stats().by_data_source)
         for host in hosts:
-            pool += [
-                s.name for s in ctx.store.list_documents(f"{naming.PREFIX}{host}/", SUGGEST_POOL)
-            ]
+            pool += names_under(f"{naming.PREFIX}{host}/")
     return suggest.nearest(target, pool, limit, exclude=exclude)

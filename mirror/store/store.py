@@ -184,9 +184,10 @@ class Store:
         return found
 
     def list_documents(
-        self, prefix: str | None = None, limit: int | None = None
+        self, prefix: str | None = None, limit: int | None = None, *, content_only: bool = False
     ) -> Iterator[Summary]:
-        """Documents by name, optionally only those whose name starts with `prefix`."""
+        """Documents by name, optionally only those whose name starts with `prefix`
+        (`content_only`: leave out metadata-only rows noted from search results)."""
         query = select(
             documents.c.name,
             documents.c.title,
@@ -201,6 +202,8 @@ class Store:
             query = query.where(
                 documents.c.name >= prefix, documents.c.name < prefix + "\U0010ffff"
             )
+        if content_only:
+            query = query.where(documents.c.content.is_not(None))
         if limit is not None:
             query = query.limit(limit)
         with self.engine.connect() as conn:

@@ -1,0 +1,136 @@
+"""What a new user meets at the CLI: partial --json gets, suggestions on a miss, usage errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mirror.cli.main import cli
+from mirror.errors import AuthError, InvalidInput, PermissionDenied
+from mirror.upstream.retry import RetryPolicy
+from tests.conftest import seed
+from tests.emulator import Fault
+
+TF = "documents/www.tensorflow.org/hub/caching"
+TF2 = "documents/www.tensorflow.org/hub/installation"
+TF_GHOST = "documents/www.tensorflow.org/hub/cachinq"
+SEARCH = "/v1/documents:searchDocumentChunks"
+
+
+@pytest.fixture
+def run(db_url, emulator, monkeypatch):  # type: ignore[no-untyped-def]
+    """Invoke the CLI against the emulator and the test's store."""
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)
+    monkeypatch.setenv("DK_MIRROR_UPSTREAM", emulator.base_url)
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", emulator.api_key)
+
+    def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+        return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+    return invoke
+
+
+def test_get_json_offline_prints_what_it_has_and_names_the_rest(run):
+    assert run("fetch", TF).exit_code == 0
+    result = run("--offline", "get", "--json", TF, TF2)
+    assert result.exit_code == 4
+    data = json.loads(result.stdout)
+    assert [d["name"] for d in data["documents"]] == [TF]
+    assert data["_mirror"]["missing"] == [TF2]
+    assert [s["name"] for s in data["_mirror"]["served"]] == [TF]
+    assert "not in the local store" in result.stderr
+
+
+def test_get_json_online_keeps_the_found_and_exits_not_found(run):
+    result = run("get", "--json", TF, "documents/www.tensorflow.org/nope")
+    assert result.exit_code == 3
+    data = json.loads(result.stdout)
+    assert [d["name"] for d in data["documents"]] == [TF]
+    assert data["_mirror"]["missing"] == ["documents/www.tensorflow.org/nope"]
+    whole = run("get", "--json", TF, TF2)
+    assert whole.exit_code == 0 and json.loads(whole.stdout)["_mirror"]["missing"] == []
+
+
+def test_not_found_names_the_nearest_cached_documents(run):
+    assert run("fetch", TF, TF2).exit_code == 0
+    result = run("get", TF_GHOST)
+    assert result.exit_code == 3
+    assert f"nearest cached to {TF_GHOST}: {TF}" in result.stderr
+    offline = run("--offline", "get", TF_GHOST)
+    assert offline.exit_code == 4 and f"nearest cached to {TF_GHOST}: {TF}" in offline.stderr
+
+
+def test_suggestions_skip_metadata_only_rows(make_mirror, emulator):
+    online = make_mirror()
+    page = online.search_documents("tensorflow hub caching", page_size=10)
+    seen = {r.parent for r in page.page.results}
+    assert TF in seen  # now a metadata-only row: known, but not readable offline
+    assert online.suggest_names(TF_GHOST) == []
+    seed(online, [online.get_documents([TF2]).documents[0]], fetched_at=1.0)
+    assert online.suggest_names(TF_GHOST) == [TF2]
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n\n   \n"])
+def test_a_names_file_without_names_says_so(run, tmp_path: Path, text):
+    names = tmp_path / "names.txt"
+    names.write_text(text)
+    result = run("fetch", "--names-file", str(names))
+    assert result.exit_code == 2
+    assert "names.txt has no names" in result.stderr
+
+
+@pytest.mark.parametrize("token", ["abc", "local.%%%", "local.eyJvIjoxZTk5OSwiayI6MX0"])
+def test_a_bad_page_token_is_a_usage_error(make_mirror, token):
+    offline = make_mirror(offline=True)
+    with pytest.raises(InvalidInput) as caught:
+        offline.search_documents("tensorflow", page_token=token)
+    assert caught.value.hint and "--page-token" in caught.value.hint
+
+
+def test_a_local_page_token_pages_the_local_index_even_online(make_mirror, emulator):
+    online = make_mirror()
+    online.fetch([TF, TF2])
+    token = make_mirror(offline=True).search_documents("tensorflow hub", page_size=1)
+    assert token.page.next_page_token
+    emulator.reset()
+    second = online.search_documents(
+        "tensorflow hub", page_size=1, page_token=token.page.next_page_token
+    )
+    assert second.source == "local" and emulator.count(SEARCH) == 0
+
+
+def test_search_offline_fetch_is_refused(run):
+    result = run("search", "tensorflow", "--offline", "--fetch")
+    assert result.exit_code == 2
+    assert "--fetch needs the network" in result.stderr
+
+
+def test_search_falls_back_only_on_transient_failures(make_mirror, emulator):
+    mirror = make_mirror(retry=RetryPolicy(max_attempts=1, sleep=lambda _s: None))
+    emulator.inject(Fault(kind="status", status=503), times=1, path=SEARCH)
+    assert mirror.search_documents("keras guide").source == "local"
+    with pytest.raises(AuthError):
+        make_mirror(api_key="wrong-key").search_documents("keras guide")
+    emulator.api_disabled = True
+    with pytest.raises(PermissionDenied):
+        mirror.search_documents("keras guide")
+
+
+def test_search_after_a_rejected_key_exits_1(run, monkeypatch):
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", "wrong-key")
+    result = run("search", "keras guide")
+    assert result.exit_code == 1 and "API key not valid" in result.stderr
+    assert "answered offline" not in result.stderr
+
+
+def test_migrating_a_new_store_logs_nothing_at_info(db_url, caplog):
+    from mirror.store.store import Store
+
+    logging.getLogger("alembic").setLevel(logging.NOTSET)
+    with caplog.at_level(logging.INFO):
+        Store.open(db_url).close()
+    assert [r for r in caplog.records if r.name.startswith("alembic")] == []
