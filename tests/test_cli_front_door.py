@@ -134,3 +134,54 @@ def test_migrating_a_new_store_logs_nothing_at_info(db_url, caplog):
     with caplog.at_level(logging.INFO):
         Store.open(db_url).close()
     assert [r for r in caplog.records if r.name.startswith("alembic")] == []
+
+
+def _records(path: Path, docs: list[dict]) -> Path:  # type: ignore[type-arg]
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return path
+
+
+def test_import_keeps_newer_stored_copies_and_reports_them(run, tmp_path: Path):
+    assert run("fetch", TF, TF2).exit_code == 0
+    fetched = json.loads(run("--offline", "get", "--json", TF).stdout)["documents"][0]
+    assert fetched["updateTime"]
+    older = {**fetched, "content": "# old copy\n", "updateTime": "2001-01-01T00:00:00Z"}
+    undated = {"name": TF2, "content": "# no updateTime\n"}
+    new_name = "documents/example.com/new"
+    fresh = {"name": new_name, "content": "# new\n", "updateTime": "2001-01-01T00:00:00Z"}
+    records = _records(tmp_path / "docs.jsonl", [older, undated, fresh])
+    result = run("import", str(records), "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["imported"] == 1 and report["skipped"] == [TF, TF2]
+    kept = run("--offline", "get", TF)
+    assert not kept.stdout.startswith("# old copy")
+    text = run("import", str(records))
+    assert "kept 2 newer stored copies" in text.stderr and f"kept newer: {TF}" in text.stderr
+    forced = json.loads(run("import", str(records), "--overwrite", "--json").stdout)
+    assert forced == {**forced, "imported": 3, "skipped": []}
+    assert run("--offline", "get", TF).stdout.startswith("# old copy")
+
+
+def test_import_sample_json(run):
+    result = run("import", "--sample", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["imported"] == 50
+
+
+def test_metadata_only_rows_are_marked_and_counted_apart(run, make_mirror):
+    assert run("fetch", TF2).exit_code == 0
+    page = make_mirror().search_documents("tensorflow hub caching", page_size=10)
+    known = {r.parent for r in page.page.results} - {TF2}
+    assert TF in known
+    listing = run("ls", "--prefix", "www.tensorflow.org/hub")
+    line = next(x for x in listing.stdout.splitlines() if x.startswith(TF + " "))
+    assert "metadata only" in line
+    line2 = next(x for x in listing.stdout.splitlines() if x.startswith(TF2 + " "))
+    assert "metadata only" not in line2
+    rows = [json.loads(x) for x in run("ls", "--json").stdout.splitlines()]
+    assert {r["name"]: r["hasContent"] for r in rows}[TF] is False
+    status = run("status")
+    assert f"1 document (+{len(known)} known from search results, metadata only)" in status.stdout
+    data = json.loads(run("status", "--json").stdout)
+    assert data["withContent"] == 1 and data["metadataOnly"] == len(known)

@@ -16,6 +16,9 @@ from ..service import Mirror
 from . import render
 from .common import global_options, json_option, open_mirror
 
+# Skipped names listed in text output; --json lists every one.
+SHOW_SKIPPED = 10
+
 
 @click.command()
 @json_option
@@ -39,7 +42,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         render.key_values(
             {
                 "store": health.store.url,
-                "documents": f"{stats.documents} ({stats.with_content} with content)",
+                "documents": stats.describe(),
                 "content": render.size(stats.content_bytes),
                 "fetched": fetched,
                 "upstream": f"{health.upstream} over {health.transport}"
@@ -56,15 +59,43 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.command(name="import")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--sample", is_flag=True, help="Import the sample documents shipped with dk-mirror.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace stored copies even when they have a newer updateTime than the file's.",
+)
+@json_option
 @global_options
 @click.pass_context
-def import_(ctx: click.Context, file: Path | None, sample: bool) -> None:
-    """Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing."""
+def import_(
+    ctx: click.Context, file: Path | None, sample: bool, overwrite: bool, as_json: bool
+) -> None:
+    """Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.
+
+    A stored copy with a newer updateTime (or with one, when the record has none) is kept
+    and reported as skipped, unless --overwrite.
+    """
     if bool(file) == sample:
         raise click.UsageError("give either FILE or --sample")
     mirror = open_mirror(ctx)
-    count = mirror.import_sample() if sample else mirror.import_file(file)  # type: ignore[arg-type]
-    click.echo(f"imported {count} documents into {mirror.store_url}", err=True)
+    if sample:
+        report = mirror.import_sample(overwrite=overwrite)
+    else:
+        report = mirror.import_file(file, overwrite=overwrite)  # type: ignore[arg-type]
+    if as_json:
+        click.echo(render.to_json(report.to_json()))
+        return
+    click.echo(f"imported {report.imported} documents into {report.store}", err=True)
+    if report.skipped:
+        click.echo(
+            f"kept {len(report.skipped)} newer stored copies (--overwrite replaces them):",
+            err=True,
+        )
+        for name in report.skipped[:SHOW_SKIPPED]:
+            click.echo(f"  kept newer: {name}", err=True)
+        if len(report.skipped) > SHOW_SKIPPED:
+            click.echo(f"  ... and {len(report.skipped) - SHOW_SKIPPED} more (--json lists all)",
+                       err=True)  # fmt: skip
 
 
 def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:

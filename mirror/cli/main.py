@@ -137,14 +137,20 @@ def fetch(
 @global_options
 @click.pass_context
 def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool) -> None:
-    """List cached documents by name (NDJSON with --json)."""
+    """List cached documents by name (NDJSON with --json).
+
+    Names seen only in search results are listed as "metadata only" (hasContent false):
+    they are known to exist but cannot be read until fetched.
+    """
     mirror = open_mirror(ctx)
     rows = []
     for item in mirror.list_documents(prefix, limit):
         if as_json:
             click.echo(render.to_json_line(item.to_json()))
         else:
-            rows.append((item.name, render.size(item.content_length_bytes), item.title or ""))
+            # A row seen only in search results cannot be read: say so where the size would be.
+            size = render.size(item.content_length_bytes) if item.has_content else "metadata only"
+            rows.append((item.name, size, item.title or ""))
     if not as_json:
         if rows:
             click.echo(render.table(rows))

@@ -20,7 +20,7 @@ from ..models import Health, Stats, Summary
 from ..policy import Mode
 from . import documents
 from .context import Context
-from .documents import FetchReport, GetResult, Progress, Served, prefix_form
+from .documents import FetchReport, GetResult, ImportFileReport, Progress, Served, prefix_form
 
 if TYPE_CHECKING:
     from ..snapshots.diff import Diff
@@ -35,7 +35,15 @@ if TYPE_CHECKING:
     from .ci import CheckReport, ImportReport, SyncReport
     from .search import SearchResult
 
-__all__ = ["FetchReport", "GetResult", "Mirror", "Mode", "Served", "prefix_form"]
+__all__ = [
+    "FetchReport",
+    "GetResult",
+    "ImportFileReport",
+    "Mirror",
+    "Mode",
+    "Served",
+    "prefix_form",
+]
 
 
 class Mirror:
@@ -135,13 +143,14 @@ class Mirror:
         """Mirror any number of documents: batches of 20, each written in one transaction."""
         return documents.fetch(self._ctx(), names, mode or self.default_mode(), progress)
 
-    def import_file(self, path: Path) -> int:
-        """Import Document records from a JSONL(.gz) file, all or nothing."""
-        return documents.import_file(self._ctx(), path)
+    def import_file(self, path: Path, *, overwrite: bool = False) -> ImportFileReport:
+        """Import Document records from a JSONL(.gz) file, all or nothing (a newer stored copy
+        is kept, and reported as skipped, unless `overwrite`)."""
+        return documents.import_file(self._ctx(), path, overwrite=overwrite)
 
-    def import_sample(self) -> int:
-        """Import the sample documents shipped with dk-mirror."""
-        return documents.import_sample(self._ctx())
+    def import_sample(self, *, overwrite: bool = False) -> ImportFileReport:
+        """Import the sample documents shipped with dk-mirror (newer stored copies kept)."""
+        return documents.import_sample(self._ctx(), overwrite=overwrite)
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None

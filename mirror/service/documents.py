@@ -12,13 +12,16 @@ from .. import limits
 from .. import names as naming
 from ..errors import NotCached, NotFound, UpstreamError
 from ..models import CachedDocument, Document, Source, Summary, rfc3339
-from ..policy import Action, Mode, OnFailure, on_failure, plan
+from ..policy import Action, Mode, OnFailure, keeps_stored, on_failure, plan
 from .context import Context
 
 log = logging.getLogger("mirror")
 
 # Suggestions rank at most this many names per listing prefix: a miss must stay cheap.
 SUGGEST_POOL = 2000
+
+# Names looked up per query when an import compares with the store (SQLite caps parameters).
+IMPORT_LOOKUP = 500
 
 Progress = Callable[[int, int], None]
 
@@ -201,19 +204,50 @@ def fetch(
     return report
 
 
-def import_file(ctx: Context, path: Path) -> int:
-    """Import Document records from a JSONL(.gz) file, all or nothing."""
+@dataclass(slots=True)
+class ImportFileReport:
+    """What an `import` wrote, and which records it left out because the store's copy is newer."""
+
+    imported: int = 0
+    skipped: list[str] = field(default_factory=list)
+    store: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """As `import --json` prints it."""
+        return {"imported": self.imported, "skipped": self.skipped, "store": self.store}
+
+
+def import_file(ctx: Context, path: Path, *, overwrite: bool = False) -> ImportFileReport:
+    """Import Document records from a JSONL(.gz) file, all or nothing; a newer stored copy is
+    kept unless `overwrite`."""
     from ..records import read_documents
 
-    docs = read_documents(path)
-    return ctx.store.put(docs, fetched_at=ctx.clock(), upstream=f"import {path.name}")
+    return _import(ctx, read_documents(path), f"import {path.name}", overwrite)
 
 
-def import_sample(ctx: Context) -> int:
-    """Import the sample documents shipped with dk-mirror."""
+def import_sample(ctx: Context, *, overwrite: bool = False) -> ImportFileReport:
+    """Import the sample documents shipped with dk-mirror (keeping newer stored copies)."""
     from ..records import read_sample
 
-    return ctx.store.put(read_sample(), fetched_at=ctx.clock(), upstream="sample")
+    return _import(ctx, read_sample(), "sample", overwrite)
+
+
+def _import(
+    ctx: Context, docs: Sequence[Document], upstream: str, overwrite: bool
+) -> ImportFileReport:
+    skipped: list[str] = []
+    if not overwrite:
+        # A fetched copy may be newer than the file (the shipped sample ages): keep it.
+        names = list(dict.fromkeys(d.name for d in docs))
+        cached: dict[str, CachedDocument] = {}
+        for start in range(0, len(names), IMPORT_LOOKUP):  # bound the SQL's parameter count
+            cached.update(ctx.store.get_many(names[start : start + IMPORT_LOOKUP]))
+        skipped = [d.name for d in docs if keeps_stored(cached.get(d.name), d.update_time)]
+        if skipped:
+            keep = set(skipped)
+            docs = [d for d in docs if d.name not in keep]
+    written = ctx.store.put(docs, fetched_at=ctx.clock(), upstream=upstream)
+    return ImportFileReport(written, skipped, ctx.store.url)
 
 
 def prefix_form(prefix: str) -> str:
