@@ -185,3 +185,55 @@ def test_metadata_only_rows_are_marked_and_counted_apart(run, make_mirror):
     assert f"1 document (+{len(known)} known from search results, metadata only)" in status.stdout
     data = json.loads(run("status", "--json").stdout)
     assert data["withContent"] == 1 and data["metadataOnly"] == len(known)
+
+
+def _doctor_rows(run, *args: str) -> dict[str, dict[str, str]]:  # type: ignore[no-untyped-def]
+    result = run(*args, "doctor", "--json")
+    return {row["check"]: {**row, "exit": result.exit_code} for row in json.loads(result.stdout)}
+
+
+def test_doctor_makes_one_real_upstream_request(run, emulator, monkeypatch):
+    emulator.reset()
+    rows = _doctor_rows(run)
+    assert rows["api key"]["level"] == "ok" and "is set" in rows["api key"]["detail"]
+    assert rows["upstream"]["level"] == "ok" and rows["upstream"]["exit"] == 0
+    assert emulator.count() == 1
+    assert emulator.requests[0].query.get("view") == ["DOCUMENT_VIEW_BASIC"]
+    emulator.reset()
+    assert _doctor_rows(run, "--offline")["network"]["level"] == "ok"
+    assert emulator.count() == 0
+
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", "wrong-key")
+    bad = _doctor_rows(run)["upstream"]
+    assert bad["level"] == "fail" and "bad key" in bad["detail"] and bad["exit"] == 1
+    assert "wrong-key" not in bad["detail"]
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", emulator.api_key)
+    emulator.api_disabled = True
+    assert "API disabled" in _doctor_rows(run)["upstream"]["detail"]
+    emulator.api_disabled = False
+    monkeypatch.delenv("DEVELOPER_KNOWLEDGE_API_KEY")
+    unset = _doctor_rows(run)
+    assert "is not set" in unset["api key"]["detail"]
+    assert "no key" in unset["upstream"]["detail"]
+
+
+def test_doctor_reports_an_unreachable_host_quickly(run, monkeypatch):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("DK_MIRROR_UPSTREAM", f"http://127.0.0.1:{port}")
+    row = _doctor_rows(run)["upstream"]
+    assert row["level"] == "fail" and "unreachable" in row["detail"]
+
+
+def test_a_fetch_without_a_key_says_the_variable_is_unset(run, monkeypatch):
+    monkeypatch.delenv("DEVELOPER_KNOWLEDGE_API_KEY")
+    for args in (["fetch", TF], ["--transport", "mcp", "get", TF]):
+        result = run(*args)
+        assert result.exit_code == 1
+        assert "DEVELOPER_KNOWLEDGE_API_KEY is not set" in result.stderr, result.stderr
+        assert "not valid" not in result.stderr
+    google = run("--upstream", "https://developerknowledge.googleapis.com", "get", TF)
+    assert google.exit_code == 1 and "set DEVELOPER_KNOWLEDGE_API_KEY" in google.stderr

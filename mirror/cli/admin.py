@@ -110,6 +110,24 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
         rows.append(("ok", "sqlite", f"SQLite {version} with FTS5 (offline search)"))
     else:
         rows.append(("warn", "sqlite", f"SQLite {version} without FTS5: no offline search"))
+    rows.extend(_store_rows(mirror))
+    rows.append(_key_row(mirror))
+    if settings.offline:
+        rows.append(("ok", "network", "offline mode: only the store is used (upstream not probed)"))
+    elif settings.is_google and not settings.api_key:
+        rows.append(("warn", "upstream", f"{settings.upstream} not probed: no API key"))
+    else:
+        report = mirror.probe_upstream()
+        where = f"{settings.upstream} over {settings.transport}"
+        detail = f"{where}: {report.verdict}: {report.detail}"
+        if report.hint:
+            detail += f" (hint: {report.hint})"
+        rows.append(("ok" if report.ok else "fail", "upstream", detail))
+    return rows
+
+
+def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
     try:
         health = mirror.health(integrity=True)
     except SchemaError as exc:
@@ -131,20 +149,21 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
         rows.append(("fail", "integrity", "; ".join(store.integrity[:5])))
     else:
         rows.append(("ok", "integrity", "quick_check ok"))
-    if settings.offline:
-        rows.append(("ok", "network", "offline mode: only the store is used"))
-    elif settings.is_google and not settings.api_key:
-        rows.append(
-            (
-                "warn",
-                "api key",
-                f"{ENV_API_KEY} is not set: only cached documents can be served "
-                "(create a key: gcloud services api-keys create)",
-            )
-        )
-    else:
-        rows.append(("ok", "upstream", f"{settings.upstream} over {settings.transport}"))
     return rows
+
+
+def _key_row(mirror: Mirror) -> tuple[str, str, str]:
+    settings = mirror.settings
+    if settings.api_key:
+        return ("ok", "api key", f"{ENV_API_KEY} is set")
+    if settings.is_google:
+        return (
+            "warn",
+            "api key",
+            f"{ENV_API_KEY} is not set: only cached documents can be served "
+            "(create a key: gcloud services api-keys create)",
+        )
+    return ("ok", "api key", f"{ENV_API_KEY} is not set ({settings.upstream} may not need one)")
 
 
 @click.command()
@@ -152,7 +171,7 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
 @global_options
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
-    """Check SQLite, the store's schema and integrity, and the configuration."""
+    """Check SQLite, the store, the API key, and (unless --offline) one real upstream request."""
     mirror = open_mirror(ctx, upgrade=False)
     rows = _checks(mirror)
     if as_json:

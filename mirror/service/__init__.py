@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..upstream.retry import RetryPolicy
     from .answers import AnswerResult
     from .ci import CheckReport, ImportReport, SyncReport
+    from .probe import ProbeReport
     from .search import SearchResult
 
 __all__ = [
@@ -269,6 +270,15 @@ class Mirror:
         from ..snapshots.diff import diff
 
         return diff(a, b)
+
+    def probe_upstream(self) -> ProbeReport:
+        """One real, cheap upstream request (a metadata-only get of a sample document, tried
+        once): ok, no key, bad key, API disabled, over quota or unreachable."""
+        from ..records import read_sample
+        from .probe import probe_once
+
+        # _open_upstream refuses as for any other use case (offline, strict offline).
+        return probe_once(self.settings, self._open_upstream, read_sample()[0].name)
 
     # -- the store itself --------------------------------------------------------------------
 
