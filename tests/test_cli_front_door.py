@@ -237,3 +237,10 @@ def test_a_fetch_without_a_key_says_the_variable_is_unset(run, monkeypatch):
         assert "not valid" not in result.stderr
     google = run("--upstream", "https://developerknowledge.googleapis.com", "get", TF)
     assert google.exit_code == 1 and "set DEVELOPER_KNOWLEDGE_API_KEY" in google.stderr
+
+
+def test_status_on_an_empty_store_says_nothing_was_fetched(run):
+    result = run("status")
+    assert result.exit_code == 0
+    assert "nothing fetched yet" in result.stdout and "never" not in result.stdout
+    assert "documents: 0 documents\n" in result.stdout
