@@ -323,7 +323,11 @@ class Summary:
 
 @dataclass(frozen=True, slots=True)
 class Stats:
-    """Counts and sizes of the store."""
+    """Counts and sizes of the store.
+
+    `documents` counts every row, `with_content` those that can be read; the rest are
+    metadata-only rows noted from search results (known to exist, not mirrored).
+    """
 
     documents: int
     with_content: int
@@ -332,11 +336,24 @@ class Stats:
     newest_fetch: float | None
     by_data_source: dict[str, int]
 
+    @property
+    def metadata_only(self) -> int:
+        """Rows known only from search results: a name and metadata, no content."""
+        return self.documents - self.with_content
+
+    def describe(self) -> str:
+        """The counts as every display words them: readable documents first, the rest apart."""
+        text = f"{self.with_content:,} document{'' if self.with_content == 1 else 's'}"
+        if self.metadata_only:
+            text += f" (+{self.metadata_only:,} known from search results, metadata only)"
+        return text
+
     def to_json(self) -> dict[str, Any]:
         """The counts as `status --json` prints them."""
         return {
             "documents": self.documents,
             "withContent": self.with_content,
+            "metadataOnly": self.metadata_only,
             "contentBytes": self.content_bytes,
             "oldestFetch": rfc3339(self.oldest_fetch),
             "newestFetch": rfc3339(self.newest_fetch),

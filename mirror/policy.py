@@ -84,6 +84,15 @@ def newer(candidate: str | None, than: str | None) -> bool:
     return a is not None and b is not None and a > b
 
 
+def keeps_stored(stored: CachedDocument | None, incoming_update_time: str | None) -> bool:
+    """Whether an imported copy must leave the stored one alone: the stored copy has content
+    and an `updateTime`, and the incoming one has none or an older one. (A copy without
+    `updateTime` never replaces one that has it; equal times replace, as a re-import should.)"""
+    if stored is None or stored.document.content is None or not stored.document.update_time:
+        return False
+    return not incoming_update_time or newer(stored.document.update_time, incoming_update_time)
+
+
 def freshness(
     cached: CachedDocument | None, *, now: float, max_age: float | None, refresh: bool = False
 ) -> Freshness:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
+import os
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -269,3 +272,54 @@ def test_export_md_writes_a_deterministic_contained_tree(tmp_path: Path):
     assert page.startswith("---\n") and 'name: "documents/www.tensorflow.org/hub/caching"' in page
     assert "caching.md" in (tmp_path / "one" / "index.md").read_text()
     assert not list((tmp_path / "one").rglob("*.tmp"))
+
+
+def test_check_max_age_measures_the_snapshot_file_not_its_content(tmp_path: Path, emulator):
+    mirror = _store(tmp_path, "m", [], upstream=emulator.base_url, api_key=emulator.api_key)
+    names = [d["name"] for d in corpus_documents("tensorflow.org")[:3]]
+    mirror.fetch(names)
+    snap = tmp_path / "pinned.snap"
+    mirror.export_snapshot(snap)
+    env = {
+        "DK_MIRROR_DB": mirror.settings.db_url,
+        "DK_MIRROR_UPSTREAM": emulator.base_url,
+        "DEVELOPER_KNOWLEDGE_API_KEY": emulator.api_key,
+    }
+    args = ["snapshot", "check", str(snap), "--max-age", "30d"]
+    fresh = CliRunner().invoke(cli, args, env=env)
+    # The pinned pages were updated long ago; the file was written a moment ago.
+    assert fresh.exit_code == 0, fresh.stderr
+    assert "written 0s ago" in fresh.stderr or "written 1s ago" in fresh.stderr
+    newest = max(d.document.update_time for d in stored(mirror, names).values())
+    assert f"content as of {newest}" in fresh.stderr
+    report = mirror.check_snapshot(snap, max_age=30 * 86400)
+    assert report.ok and report.content_as_of == newest and report.age_seconds < 60
+    old = time.time() - 61 * 86400
+    os.utime(snap, (old, old))
+    stale = CliRunner().invoke(cli, [*args, "--json"], env=env)
+    assert stale.exit_code == 1
+    data = json.loads(stale.stdout)
+    assert data["tooOld"] and 60 * 86400 < data["ageSeconds"] < 62 * 86400
+    assert data["writtenAt"].endswith("Z") and data["contentAsOf"] == newest
+
+
+def test_reimporting_an_applied_delta_is_a_no_op(tmp_path: Path):
+    docs = _docs(12)
+    mirror = _store(tmp_path, "live", docs[:10])
+    base = tmp_path / "base.snap"
+    mirror.export_snapshot(base)
+    apply_changes(mirror, [docs[10]], [docs[2].name])
+    delta = tmp_path / "delta.snap"
+    mirror.export_snapshot(delta, since=base)
+    replica = _store(tmp_path, "replica", [])
+    replica.import_snapshot(base)
+    first = replica.import_snapshot(delta)
+    assert not first.already and first.written == 1 and first.removed == 1
+    before = _contents(replica)
+    env = {"DK_MIRROR_DB": replica.settings.db_url}
+    again = CliRunner().invoke(cli, ["snapshot", "import", str(delta)], env=env)
+    assert again.exit_code == 0, again.stderr
+    assert "already applied" in again.stderr
+    as_json = CliRunner().invoke(cli, ["snapshot", "import", str(delta), "--json"], env=env)
+    assert json.loads(as_json.stdout)["alreadyApplied"] is True
+    assert _contents(replica) == before

@@ -12,6 +12,7 @@ from mirror.policy import (
     OnFailure,
     action_for,
     freshness,
+    keeps_stored,
     newer,
     on_failure,
     plan,
@@ -123,3 +124,22 @@ def test_on_failure(held: str, not_found: bool, decision: OnFailure) -> None:
         "none": {},
     }[held]
     assert on_failure(names, copies, not_found=not_found) is decision
+
+
+OLD, NEW = "2025-01-01T00:00:00Z", "2026-01-01T00:00:00.5+00:00"
+
+
+@pytest.mark.parametrize(
+    ("stored", "incoming", "keep"),
+    [
+        (None, OLD, False),  # nothing stored
+        (cached(0, content=None, updated=NEW), OLD, False),  # a metadata-only row
+        (cached(0, updated=None), OLD, False),  # the stored copy has no updateTime
+        (cached(0, updated=NEW), OLD, True),  # the stored copy is newer
+        (cached(0, updated=NEW), None, True),  # no updateTime never replaces one
+        (cached(0, updated=OLD), NEW, False),  # the incoming copy is newer
+        (cached(0, updated=OLD), "2025-01-01T00:00:00.000Z", False),  # the same instant
+    ],
+)
+def test_keeps_stored(stored, incoming, keep) -> None:  # type: ignore[no-untyped-def]
+    assert keeps_stored(stored, incoming) is keep

@@ -163,9 +163,26 @@ def test_static_files_are_served(client: TestClient) -> None:
 def test_home_shows_sources_counts_and_freshness(client: TestClient) -> None:
     page = client.get("/").text
     assert "51 documents from 2 data sources" in page
+    assert "metadata only" not in page  # nothing here was seen only in search results
     assert '<a href="/browse/developer.chrome.com/">developer.chrome.com</a>' in page
     assert '<a href="/browse/www.tensorflow.org/">www.tensorflow.org</a>' in page
     assert "1 hour ago" in page and "40 days ago" in page  # newest and oldest fetch
+
+
+def test_home_and_status_count_metadata_only_rows_apart(web_mirror: Mirror) -> None:
+    from tests.conftest import open_store
+
+    store = open_store(web_mirror)
+    try:  # as a search result would note it: a name and metadata, no content
+        seen = Document(name="documents/web.dev/articles/seen-in-search", title="Seen")
+        store.recordings.note_metadata([seen], at=NOW, upstream="test")
+    finally:
+        store.close()
+    client = make_client(web_mirror)
+    home = client.get("/").text
+    assert "51 documents (+1 known from search results, metadata only)" in home
+    status = client.get("/status").text
+    assert re.search(r'"num">1</span><span class="what">known from search results', status)
 
 
 def test_browse_walks_hosts_folders_and_documents(client: TestClient) -> None:

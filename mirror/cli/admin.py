@@ -16,6 +16,9 @@ from ..service import Mirror
 from . import render
 from .common import global_options, json_option, max_document_option, open_mirror
 
+# Skipped names listed in text output; --json lists every one.
+SHOW_SKIPPED = 10
+
 
 @click.command()
 @json_option
@@ -39,7 +42,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         render.key_values(
             {
                 "store": health.store.url,
-                "documents": f"{stats.documents} ({stats.with_content} with content)",
+                "documents": stats.describe(),
                 "content": render.size(stats.content_bytes),
                 "fetched": fetched,
                 "upstream": f"{health.upstream} over {health.transport}"
@@ -56,27 +59,50 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.command(name="import")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--sample", is_flag=True, help="Import the sample documents shipped with dk-mirror.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace stored copies even when they have a newer updateTime than the file's.",
+)
 @max_document_option
+@json_option
 @global_options
 @click.pass_context
-def import_(ctx: click.Context, file: Path | None, sample: bool) -> None:
+def import_(
+    ctx: click.Context, file: Path | None, sample: bool, overwrite: bool, as_json: bool
+) -> None:
     """Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.
 
-    A name given more than once is stored once: its last copy wins.
+    A stored copy with a newer updateTime (or with one, when the record has none) is kept
+    and reported as skipped, unless --overwrite. A name given more than once is stored once:
+    its last copy wins.
     """
     if bool(file) == sample:
         raise click.UsageError("give either FILE or --sample")
     mirror = open_mirror(ctx)
-    report = mirror.import_sample() if sample else mirror.import_file(file)  # type: ignore[arg-type]
+    if sample:
+        report = mirror.import_sample(overwrite=overwrite)
+    else:
+        report = mirror.import_file(file, overwrite=overwrite)  # type: ignore[arg-type]
+    if as_json:
+        click.echo(render.to_json(report.to_json()))
+        return
     repeats = ""
     if report.duplicates:
         repeats = (
             f" ({report.duplicates} duplicate record(s) of a name seen before: last copy kept)"
         )
-    click.echo(
-        f"imported {report.documents} documents into {mirror.store_url}{repeats}",
-        err=True,
-    )
+    click.echo(f"imported {report.imported} documents into {report.store}{repeats}", err=True)
+    if report.skipped:
+        click.echo(
+            f"kept {len(report.skipped)} newer stored copies (--overwrite replaces them):",
+            err=True,
+        )
+        for name in report.skipped[:SHOW_SKIPPED]:
+            click.echo(f"  kept newer: {name}", err=True)
+        if len(report.skipped) > SHOW_SKIPPED:
+            click.echo(f"  ... and {len(report.skipped) - SHOW_SKIPPED} more (--json lists all)",
+                       err=True)  # fmt: skip
 
 
 # The WAL-reset bug: two connections writing or checkpointing the same WAL database at the same
@@ -123,6 +149,24 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
                 "to SQLite 3.51.3 or later (3.50.7+, 3.44.6+), or run one writer at a time",
             )
         )
+    rows.extend(_store_rows(mirror))
+    rows.append(_key_row(mirror))
+    if settings.offline:
+        rows.append(("ok", "network", "offline mode: only the store is used (upstream not probed)"))
+    elif settings.is_google and not settings.api_key:
+        rows.append(("warn", "upstream", f"{settings.upstream} not probed: no API key"))
+    else:
+        report = mirror.probe_upstream()
+        where = f"{settings.upstream} over {settings.transport}"
+        detail = f"{where}: {report.verdict}: {report.detail}"
+        if report.hint:
+            detail += f" (hint: {report.hint})"
+        rows.append(("ok" if report.ok else "fail", "upstream", detail))
+    return rows
+
+
+def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
     try:
         health = mirror.health(integrity=True)
     except SchemaError as exc:
@@ -144,20 +188,21 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
         rows.append(("fail", "integrity", "; ".join(store.integrity[:5])))
     else:
         rows.append(("ok", "integrity", "quick_check ok"))
-    if settings.offline:
-        rows.append(("ok", "network", "offline mode: only the store is used"))
-    elif settings.is_google and not settings.api_key:
-        rows.append(
-            (
-                "warn",
-                "api key",
-                f"{ENV_API_KEY} is not set: only cached documents can be served "
-                "(create a key: gcloud services api-keys create)",
-            )
-        )
-    else:
-        rows.append(("ok", "upstream", f"{settings.upstream} over {settings.transport}"))
     return rows
+
+
+def _key_row(mirror: Mirror) -> tuple[str, str, str]:
+    settings = mirror.settings
+    if settings.api_key:
+        return ("ok", "api key", f"{ENV_API_KEY} is set")
+    if settings.is_google:
+        return (
+            "warn",
+            "api key",
+            f"{ENV_API_KEY} is not set: only cached documents can be served "
+            "(create a key: gcloud services api-keys create)",
+        )
+    return ("ok", "api key", f"{ENV_API_KEY} is not set ({settings.upstream} may not need one)")
 
 
 @click.command()
@@ -165,7 +210,7 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
 @global_options
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
-    """Check SQLite, the store's schema and integrity, and the configuration."""
+    """Check SQLite, the store, the API key, and (unless --offline) one real upstream request."""
     mirror = open_mirror(ctx, upgrade=False)
     rows = _checks(mirror)
     if as_json:

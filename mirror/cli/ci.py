@@ -15,6 +15,7 @@ from .common import (
     global_options,
     json_option,
     max_document_option,
+    names_from_file,
     open_mirror,
 )
 
@@ -50,13 +51,11 @@ def export(
     as_json: bool,
 ) -> None:
     """Write the selected documents to OUT: same documents, same bytes, on any machine."""
-    from ..names import read_names
-
     manifest = open_mirror(ctx).export_snapshot(
         out,
         prefix=prefix,
         data_source=data_source,
-        names=read_names(names_file) if names_file else None,
+        names=names_from_file(names_file) if names_file else None,
         lock=lock_file,
         since=since,
     )
@@ -97,6 +96,11 @@ def import_(ctx: click.Context, file: Path, as_json: bool) -> None:
     report = open_mirror(ctx).import_snapshot(file)
     if as_json:
         click.echo(render.to_json(report.to_json()))
+    elif report.already:
+        click.echo(
+            f"delta snapshot already applied: the store matches {report.root}; nothing written",
+            err=True,
+        )
     elif report.kind == "delta":
         click.echo(
             f"imported delta snapshot: {report.written} written, {report.removed} removed; "
@@ -144,7 +148,9 @@ def diff(
 @snapshot.command()
 @click.argument("file", type=ExistingFile)
 @click.option(
-    "--max-age", callback=duration, help="Also fail when the snapshot is older (e.g. 30d)."
+    "--max-age",
+    callback=duration,
+    help="Also fail when the snapshot file was written longer ago (e.g. 30d; by its mtime).",
 )
 @json_option
 @global_options
@@ -161,8 +167,10 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
             click.echo(f"gone upstream     {render.clean(name)}")
         click.echo(
             f"{len(report.changed)} changed, {len(report.removed)} gone of {report.pinned} "
-            f"pinned; snapshot age {render.age(report.age_seconds)}"
-            + (" (older than --max-age)" if report.too_old else ""),
+            f"pinned; snapshot file written {render.age(report.age_seconds)} ago "
+            "(its modification time, which --max-age checks)"
+            + (" - older than --max-age" if report.too_old else "")
+            + f"; content as of {report.content_as_of or 'unknown'} (newest pinned updateTime)",
             err=True,
         )
     if not report.ok:

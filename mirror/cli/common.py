@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -13,6 +13,7 @@ from .. import config
 from ..config import DEFAULT_MAX_DOCUMENT_BYTES, ENV_MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES
 
 if TYPE_CHECKING:
+    from ..errors import NotCached, NotFound
     from ..policy import Mode
     from ..service import Mirror
 
@@ -131,6 +132,47 @@ def request_mode(mirror: Mirror, *, max_age: float | None = None, refresh: bool 
         max_age=settings.max_age if max_age is None else max_age,
         refresh=refresh,
     )
+
+
+def names_from_file(file: Any) -> list[str]:
+    """The names in a names file (click.File); a usage error when it holds none."""
+    from ..names import read_names
+
+    names = read_names(file)
+    if not names:
+        where = "stdin" if file.name in ("-", "<stdin>") else file.name
+        raise click.UsageError(
+            f"the names file {where} has no names (only blank lines and '#' comments): "
+            "put one document name per line"
+        )
+    return names
+
+
+# Suggestions are looked up for at most this many missing names (each is a store query).
+SUGGEST_FOR = 3
+
+
+def with_suggestions(
+    mirror: Mirror, error: NotFound | NotCached, asked: Sequence[str]
+) -> NotFound | NotCached:
+    """`error` (NotFound or NotCached) with the nearest cached documents added to its hint,
+    as the server's 404 names them."""
+    from ..errors import InvalidInput
+    from ..names import normalize_all
+
+    try:
+        exclude = sorted(normalize_all(asked))
+    except InvalidInput:
+        exclude = []
+    lines: list[str] = []
+    for name in error.names[:SUGGEST_FOR]:
+        # A name the caller asked for is no news to them, even if cached.
+        close = mirror.suggest_names(name, limit=3, exclude=exclude)
+        if close:
+            lines.append(f"nearest cached to {name}: {', '.join(close)}")
+    if lines:
+        error.hint = "\n  ".join(filter(None, [error.hint, *lines]))
+    return error
 
 
 def duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:

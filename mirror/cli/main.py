@@ -12,9 +12,18 @@ from typing import Any, NamedTuple
 
 import click
 
-from ..errors import MirrorError
+from ..errors import MirrorError, NotCached, NotFound
 from . import render
-from .common import Progress, duration, global_options, json_option, open_mirror, request_mode
+from .common import (
+    Progress,
+    duration,
+    global_options,
+    json_option,
+    names_from_file,
+    open_mirror,
+    request_mode,
+    with_suggestions,
+)
 
 EXIT_NOT_FOUND = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
@@ -47,7 +56,9 @@ LAZY = {
         "shipped copy), then read one offline.",
     ),
     "doctor": Lazy(
-        "admin", "doctor", "Check SQLite, the store's schema and integrity, and the configuration."
+        "admin",
+        "doctor",
+        "Check SQLite, the store, the API key, and (unless --offline) one real upstream request.",
     ),
     "export-md": Lazy(
         "ci",
@@ -156,15 +167,18 @@ def get(
     NAME may be documents/HOST/PATH, https://HOST/PATH or HOST/PATH; at most 20.
     """
     mirror = open_mirror(ctx)
-    result = mirror.get_documents(
-        list(names), request_mode(mirror, max_age=max_age, refresh=refresh)
-    )
+    mode = request_mode(mirror, max_age=max_age, refresh=refresh)
+    try:
+        # --json prints the documents there are and names the rest; text is all or nothing.
+        result = mirror.get_documents(list(names), mode, partial=as_json)
+    except (NotFound, NotCached) as exc:
+        raise with_suggestions(mirror, exc, names) from None
     for warning in result.warnings:
         click.echo(f"warning: {render.clean(warning, multiline=True)}", err=True)
     if as_json:
-        out = result.to_api()
-        out["_mirror"] = {"served": [s.to_json() for s in result.served]}
-        click.echo(render.to_json(out))
+        click.echo(render.to_json(result.to_json()))
+        if result.error is not None:
+            raise with_suggestions(mirror, result.error, names)
         return
     # Piped, the Markdown goes out byte for byte; on a terminal its control characters are
     # escaped, so a stored page cannot drive the terminal.
@@ -198,10 +212,9 @@ def fetch(
     as_json: bool,
 ) -> None:
     """Mirror any number of documents into the store, in batches of 20."""
-    from ..names import read_names
     from ..service import FetchInterrupted
 
-    wanted = list(names) + (read_names(names_file) if names_file else [])
+    wanted = list(names) + (names_from_file(names_file) if names_file else [])
     if not wanted:
         raise click.UsageError("give document names or --names-file")
     mirror = open_mirror(ctx)
@@ -256,14 +269,20 @@ def fetch(
 @global_options
 @click.pass_context
 def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool) -> None:
-    """List cached documents by name (NDJSON with --json)."""
+    """List cached documents by name (NDJSON with --json).
+
+    Names seen only in search results are listed as "metadata only" (hasContent false):
+    they are known to exist but cannot be read until fetched.
+    """
     mirror = open_mirror(ctx, reads_only=True)
     rows = []
     for item in mirror.list_documents(prefix, limit):
         if as_json:
             click.echo(render.to_json_line(item.to_json()))
         else:
-            rows.append((item.name, render.size(item.content_length_bytes), item.title or ""))
+            # A row seen only in search results cannot be read: say so where the size would be.
+            size = render.size(item.content_length_bytes) if item.has_content else "metadata only"
+            rows.append((item.name, size, item.title or ""))
     if not as_json:
         if rows:
             click.echo(render.table(rows))

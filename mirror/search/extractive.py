@@ -47,19 +47,31 @@ def _best_sentence(text: str, wanted: set[str]) -> tuple[int, str]:
 
 
 def build(query: str, passages: Sequence[Passage]) -> Answer:
-    """An Answer quoting the best-matching sentence of each passage, with byte-offset citations."""
+    """An Answer quoting the best-matching sentence of each document, with byte-offset citations.
+
+    Several passages of one document count as one source: each document is quoted and cited
+    at most once, from whichever of its passages has the best sentence.
+    """
     wanted = words(query)
     text = LABEL
     citations: list[Citation] = []
     references: list[DocumentChunk] = []
+    by_document: dict[str, list[Passage]] = {}
     for passage in passages:
-        score, sentence = _best_sentence(passage.text, wanted)
-        if not score or len(citations) >= MAX_SENTENCES:
+        by_document.setdefault(passage.name, []).append(passage)
+    for name, group in by_document.items():
+        if len(citations) >= MAX_SENTENCES:
+            break
+        scored = [(_best_sentence(p.text, wanted), i) for i, p in enumerate(group)]
+        # Best score first; on a tie the better-ranked (earlier) passage.
+        (score, sentence), best = max(scored, key=lambda item: (item[0][0], -item[1]))
+        if not score:
             continue
+        passage = group[best]
         index = len(references)
         references.append(
             DocumentChunk(
-                parent=passage.name,
+                parent=name,
                 id=None,
                 content=passage.text,
                 document=passage.document.basic() if passage.document else None,

@@ -16,11 +16,19 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ConfigError, NetworkForbidden
-from ..models import Health, PutReport, Stats, Summary
+from ..models import Health, Stats, Summary
 from ..policy import Mode
 from . import documents
 from .context import Context
-from .documents import FetchInterrupted, FetchReport, GetResult, Progress, Served, prefix_form
+from .documents import (
+    FetchInterrupted,
+    FetchReport,
+    GetResult,
+    ImportFileReport,
+    Progress,
+    Served,
+    prefix_form,
+)
 
 if TYPE_CHECKING:
     from ..snapshots.diff import Diff
@@ -34,12 +42,14 @@ if TYPE_CHECKING:
     from ..upstream.retry import RetryPolicy
     from .answers import AnswerResult
     from .ci import CheckReport, ImportReport, SyncReport
+    from .probe import ProbeReport
     from .search import SearchResult
 
 __all__ = [
     "FetchInterrupted",
     "FetchReport",
     "GetResult",
+    "ImportFileReport",
     "Mirror",
     "Mode",
     "Served",
@@ -156,9 +166,14 @@ class Mirror:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def get_documents(self, names: Sequence[str], mode: Mode | None = None) -> GetResult:
-        """Up to 20 documents in request order: fresh copies from the store, the rest fetched."""
-        return documents.get_documents(self._ctx(), names, mode or self.default_mode())
+    def get_documents(
+        self, names: Sequence[str], mode: Mode | None = None, *, partial: bool = False
+    ) -> GetResult:
+        """Up to 20 documents in request order: fresh copies from the store, the rest fetched
+        (`partial`: return what there is, naming the rest, instead of raising)."""
+        return documents.get_documents(
+            self._ctx(), names, mode or self.default_mode(), partial=partial
+        )
 
     def fetch(
         self, names: Iterable[str], mode: Mode | None = None, progress: Progress | None = None
@@ -166,13 +181,14 @@ class Mirror:
         """Mirror any number of documents: batches of 20, each written in one transaction."""
         return documents.fetch(self._ctx(), names, mode or self.default_mode(), progress)
 
-    def import_file(self, path: Path) -> PutReport:
-        """Import Document records from a JSONL(.gz) file, all or nothing."""
-        return documents.import_file(self._ctx(), path)
+    def import_file(self, path: Path, *, overwrite: bool = False) -> ImportFileReport:
+        """Import Document records from a JSONL(.gz) file, all or nothing (a newer stored copy
+        is kept, and reported as skipped, unless `overwrite`)."""
+        return documents.import_file(self._ctx(), path, overwrite=overwrite)
 
-    def import_sample(self) -> PutReport:
-        """Import the sample documents shipped with dk-mirror."""
-        return documents.import_sample(self._ctx())
+    def import_sample(self, *, overwrite: bool = False) -> ImportFileReport:
+        """Import the sample documents shipped with dk-mirror (newer stored copies kept)."""
+        return documents.import_sample(self._ctx(), overwrite=overwrite)
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None
@@ -293,6 +309,15 @@ class Mirror:
         from ..snapshots.diff import diff
 
         return diff(a, b)
+
+    def probe_upstream(self) -> ProbeReport:
+        """One real, cheap upstream request (a metadata-only get of a sample document, tried
+        once): ok, no key, bad key, API disabled, over quota or unreachable."""
+        from ..records import read_sample
+        from .probe import probe_once
+
+        # _open_upstream refuses as for any other use case (offline, strict offline).
+        return probe_once(self.settings, self._open_upstream, read_sample()[0].name)
 
     # -- the store itself --------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..files import write_atomic
-from ..models import Document, View
+from ..models import Document, View, rfc3339
 from ..snapshots import format as snapshot
 from ..snapshots import lockfile, mdpaths
 from ..snapshots.diff import apply_delta
@@ -26,27 +26,40 @@ from .context import Context
 
 @dataclass(slots=True)
 class ImportReport:
-    """What a snapshot import changed."""
+    """What a snapshot import changed (`already`: the store held it all, nothing was written)."""
 
     kind: str
     written: int
     removed: int
     root: str
+    already: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """As `snapshot import --json` prints it."""
-        return {"kind": self.kind, "written": self.written, "removed": self.removed,
-                "root": self.root}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "written": self.written,
+            "removed": self.removed,
+            "root": self.root,
+            "alreadyApplied": self.already,
+        }
 
 
 @dataclass(slots=True)
 class CheckReport:
-    """Which pinned documents changed upstream since the snapshot, and how old it is."""
+    """Which pinned documents changed upstream since the snapshot, and how old it is.
+
+    `age_seconds` is the snapshot file's age (its modification time: the format holds no
+    wall clock, so the same documents give the same bytes); `content_as_of` is the newest
+    pinned `updateTime`, which says how recent the pinned content is, not the file.
+    """
 
     pinned: int
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     age_seconds: float | None = None
+    written_at: float | None = None
+    content_as_of: str | None = None
     too_old: bool = False
 
     @property
@@ -61,6 +74,8 @@ class CheckReport:
             "changed": self.changed,
             "removed": self.removed,
             "ageSeconds": self.age_seconds,
+            "writtenAt": rfc3339(self.written_at),
+            "contentAsOf": self.content_as_of,
             "tooOld": self.too_old,
             "ok": self.ok,
         }
@@ -133,12 +148,19 @@ def store_state(ctx: Context) -> snapshot.State:
 
 
 def import_snapshot(ctx: Context, path: Path) -> ImportReport:
-    """Verify a snapshot completely, then write it in one transaction (all or nothing)."""
+    """Verify a snapshot completely, then write it in one transaction (all or nothing).
+
+    A delta the store already matches (its root equals the store's) is a no-op, so a CI
+    step that re-imports it succeeds without writing anything.
+    """
     # Raises, naming every bad document, before anything is written.
     snap = read_snapshot(path, max_document_bytes=ctx.settings.max_document_bytes)
     manifest = snap.manifest
     if manifest.kind == "delta":
-        apply_delta(store_state(ctx), snap)  # refuses a delta made on another base
+        state = store_state(ctx)
+        if snapshot.state_root(state) == manifest.root:
+            return ImportReport(manifest.kind, 0, 0, manifest.root, already=True)
+        apply_delta(state, snap)  # refuses a delta made on another base
     ctx.store.apply_changes(
         snap.documents,
         snap.tombstones,
@@ -160,7 +182,11 @@ def check(ctx: Context, path: Path, *, max_age: float | None) -> CheckReport:
         for now in outcome.documents:
             if _changed(pinned[now.name], now):
                 report.changed.append(now.name)
-    report.age_seconds = _age(snap.documents, path, ctx.clock())
+    # The file's mtime is the only record of when the snapshot was made: the format keeps
+    # wall-clock time out of the bytes on purpose (same documents, same bytes).
+    report.written_at = os.stat(path).st_mtime
+    report.age_seconds = max(0.0, ctx.clock() - report.written_at)
+    report.content_as_of = _newest_update(snap.documents)
     report.too_old = max_age is not None and report.age_seconds > max_age
     return report
 
@@ -174,16 +200,10 @@ def _changed(pinned: Document, now: Document) -> bool:
     return length is not None and now.content_length_bytes not in (None, length)
 
 
-def _age(docs: Iterable[Document], path: Path, now: float) -> float:
-    # Snapshots hold no wall-clock time (same documents, same bytes), so their age is the age
-    # of the newest document's updateTime; without any, the file's modification time.
-    from datetime import datetime
-
-    keys = [k for k in (instant_key(d.update_time or "") for d in docs) if k]
-    if keys:
-        newest = datetime.fromisoformat(max(keys)[:26] + "+00:00")
-        return now - newest.timestamp()
-    return now - os.stat(path).st_mtime
+def _newest_update(docs: Iterable[Document]) -> str | None:
+    """The latest `updateTime` among `docs`, as written (None when none has one)."""
+    keyed = [(k, d.update_time) for d in docs if (k := instant_key(d.update_time or ""))]
+    return max(keyed)[1] if keyed else None
 
 
 def lock(ctx: Context, requirements: Path, output: Path | None) -> list[lockfile.LockEntry]:

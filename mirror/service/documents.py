@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .. import limits
 from .. import names as naming
 from ..errors import AuthError, NotCached, NotFound, PermissionDenied, UpstreamError
-from ..models import CachedDocument, Document, PutReport, Source, Summary, rfc3339
-from ..policy import Action, Mode, OnFailure, on_failure, plan
+from ..models import CachedDocument, Document, Source, Summary, rfc3339
+from ..policy import Action, Mode, OnFailure, keeps_stored, on_failure, plan
 from .context import Context
 
 if TYPE_CHECKING:
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 # Suggestions rank at most this many names per listing prefix: a miss must stay cheap.
 SUGGEST_POOL = 2000
+
+# Names looked up per query when an import compares with the store (SQLite caps parameters).
+IMPORT_LOOKUP = 500
 
 Progress = Callable[[int, int], None]
 
@@ -43,15 +46,31 @@ class Served:
 
 @dataclass(frozen=True, slots=True)
 class GetResult:
-    """Documents in request order, with where each came from and any warnings."""
+    """Documents in request order, with where each came from and any warnings.
+
+    Only a partial get (`partial=True`) returns with names `missing`; `error` is then the
+    NotCached or NotFound a whole get would have raised, for the caller to raise after output.
+    """
 
     documents: list[Document]
     served: list[Served]
     warnings: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    error: NotCached | NotFound | None = None
 
     def to_api(self) -> dict[str, Any]:
         """The BatchGetDocumentsResponse JSON upstream would have returned."""
         return {"documents": [doc.to_api() for doc in self.documents]}
+
+    def to_json(self) -> dict[str, Any]:
+        """`get --json`: the batchGet JSON, plus where each came from and what is missing."""
+        return {
+            **self.to_api(),
+            "_mirror": {
+                "served": [s.to_json() for s in self.served],
+                "missing": self.missing,
+            },
+        }
 
 
 # `fetch` stops after this many batches in a row failed (after their retries): upstream is
@@ -97,35 +116,53 @@ class FetchInterrupted(KeyboardInterrupt):
         self.report = report
 
 
-def get_documents(ctx: Context, names: Sequence[str], mode: Mode) -> GetResult:
-    """Up to 20 documents in request order: fresh copies from the store, the rest fetched."""
+def get_documents(
+    ctx: Context, names: Sequence[str], mode: Mode, *, partial: bool = False
+) -> GetResult:
+    """Up to 20 documents in request order: fresh copies from the store, the rest fetched.
+
+    A name not cached (offline) or not found upstream raises NotCached / NotFound; with
+    `partial`, the others are returned and the missing names and that error are reported.
+    """
     limits.check_names(names)
     wanted = naming.normalize_all(names)
     cached = ctx.store.get_many(wanted)
     decided = plan(wanted, cached, mode, now=ctx.clock())
     sources = {n: Source.CACHE for n in decided.names(Action.SERVE_CACHED)}
     warnings: list[str] = []
+    error: NotCached | NotFound | None = None
     absent = decided.names(Action.NOT_CACHED)
     if absent:
-        raise NotCached(absent)
+        error = NotCached(absent)
+        if not partial:
+            raise error
     stale = decided.names(Action.SERVE_STALE)
     if stale:
         sources.update((n, Source.STALE) for n in stale)
         warnings.append(f"offline: served {len(stale)} copy(ies) older than --max-age")
     if decided.to_fetch:
-        cached, fetched_sources, notes = _fetch_for_get(ctx, decided.to_fetch, cached)
+        cached, fetched_sources, notes, not_found = _fetch_for_get(ctx, decided.to_fetch, cached)
         sources.update(fetched_sources)
         warnings.extend(notes)
+        if not_found is not None:
+            error = not_found
+            if not partial:
+                raise error
+    missing = set(error.names) if error is not None else set()
+    kept = [n for n in wanted if n not in missing]
     return GetResult(
-        documents=[cached[n].document for n in wanted],
-        served=[Served(n, sources[n], cached[n].fetched_at, cached[n].upstream) for n in wanted],
+        documents=[cached[n].document for n in kept],
+        served=[Served(n, sources[n], cached[n].fetched_at, cached[n].upstream) for n in kept],
         warnings=warnings,
+        missing=error.names if error is not None else [],
+        error=error,
     )
 
 
 def _fetch_for_get(
     ctx: Context, to_fetch: list[str], cached: dict[str, CachedDocument]
-) -> tuple[dict[str, CachedDocument], dict[str, Source], list[str]]:
+) -> tuple[dict[str, CachedDocument], dict[str, Source], list[str], NotFound | None]:
+    """Fetch `to_fetch`, writing what came; the NotFound for names upstream lacks, if any."""
     from ..upstream.batching import iter_fetch
 
     try:
@@ -138,19 +175,21 @@ def _fetch_for_get(
         import logging  # here: a cached read should not pay for importing logging
 
         logging.getLogger("mirror").warning(warning)
-        return cached, {n: Source.STALE for n in to_fetch}, [warning]
+        return cached, {n: Source.STALE for n in to_fetch}, [warning], None
     missing: list[str] = []
     for outcome in outcomes:
         _write(ctx, outcome.documents)
         missing.extend(outcome.missing)
+    not_found = None
     if missing:
-        kept = [n for n in missing if n in cached]
+        kept = [n for n in missing if n in cached and cached[n].document.content is not None]
         hint = None
         if kept:
             hint = f"an older copy of {len(kept)} of them is in the store: add --offline to read it"
-        raise NotFound(missing, hint=hint)
-    fresh = ctx.store.get_many(to_fetch)
-    return {**cached, **fresh}, {n: Source.UPSTREAM for n in to_fetch}, []
+        not_found = NotFound(missing, hint=hint)
+    fetched = [n for n in to_fetch if n not in missing]
+    fresh = ctx.store.get_many(fetched)
+    return {**cached, **fresh}, {n: Source.UPSTREAM for n in fetched}, [], not_found
 
 
 def _write(ctx: Context, docs: Sequence[Document]) -> None:
@@ -254,19 +293,74 @@ class _FetchRun:
         return failed
 
 
-def import_file(ctx: Context, path: Path) -> PutReport:
-    """Import Document records from a JSONL(.gz) file, streamed, all or nothing."""
+@dataclass(slots=True)
+class ImportFileReport:
+    """What an `import` wrote, which records it left out because the store's copy is newer,
+    and how many records repeated a name (the last copy won)."""
+
+    imported: int = 0
+    skipped: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    store: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """As `import --json` prints it."""
+        return {
+            "imported": self.imported,
+            "skipped": self.skipped,
+            "duplicates": self.duplicates,
+            "store": self.store,
+        }
+
+
+def import_file(ctx: Context, path: Path, *, overwrite: bool = False) -> ImportFileReport:
+    """Import Document records from a JSONL(.gz) file, streamed, all or nothing; a newer
+    stored copy is kept unless `overwrite`."""
     from ..records import iter_documents
 
     docs = iter_documents(path, max_document_bytes=ctx.settings.max_document_bytes)
-    return ctx.store.put_stream(docs, fetched_at=ctx.clock(), upstream=f"import {path.name}")
+    return _import(ctx, docs, f"import {path.name}", overwrite)
 
 
-def import_sample(ctx: Context) -> PutReport:
-    """Import the sample documents shipped with dk-mirror."""
+def import_sample(ctx: Context, *, overwrite: bool = False) -> ImportFileReport:
+    """Import the sample documents shipped with dk-mirror (keeping newer stored copies)."""
     from ..records import iter_sample
 
-    return ctx.store.put_stream(iter_sample(), fetched_at=ctx.clock(), upstream="sample")
+    return _import(ctx, iter_sample(), "sample", overwrite)
+
+
+def _import(
+    ctx: Context, docs: Iterable[Document], upstream: str, overwrite: bool
+) -> ImportFileReport:
+    skipped: list[str] = []
+    if not overwrite:
+        docs = _keeping_newer(ctx, docs, skipped)
+    written = ctx.store.put_stream(docs, fetched_at=ctx.clock(), upstream=upstream)
+    return ImportFileReport(written.documents, skipped, written.duplicates, ctx.store.url)
+
+
+def _keeping_newer(
+    ctx: Context, docs: Iterable[Document], skipped: list[str]
+) -> Iterator[Document]:
+    """`docs` without those whose stored copy is newer (their names go to `skipped`), looked
+    up a batch at a time so the stream stays bounded."""
+    batch: list[Document] = []
+    for doc in docs:
+        batch.append(doc)
+        if len(batch) >= IMPORT_LOOKUP:
+            yield from _newer_dropped(ctx, batch, skipped)
+            batch = []
+    yield from _newer_dropped(ctx, batch, skipped)
+
+
+def _newer_dropped(ctx: Context, batch: list[Document], skipped: list[str]) -> Iterator[Document]:
+    # A fetched copy may be newer than the file (the shipped sample ages): keep it.
+    cached = ctx.store.get_many(list(dict.fromkeys(d.name for d in batch))) if batch else {}
+    for doc in batch:
+        if keeps_stored(cached.get(doc.name), doc.update_time):
+            skipped.append(doc.name)
+        else:
+            yield doc
 
 
 def prefix_form(prefix: str) -> str:
@@ -290,20 +384,25 @@ def cached_names(ctx: Context, names: Sequence[str]) -> frozenset[str]:
 
 
 def suggest_names(ctx: Context, name: str, limit: int, exclude: Sequence[str]) -> list[str]:
-    """Cached documents nearest to `name`: same path prefix first, then close spelling."""
+    """Cached documents nearest to `name`: same path prefix first, then close spelling.
+
+    Only documents with content: a metadata-only row (seen in search results) cannot be
+    read offline, so suggesting it would send the reader to another miss.
+    """
     from ..search import suggest
+
+    def names_under(prefix: str) -> list[str]:
+        return [s.name for s in ctx.store.list_documents(prefix, SUGGEST_POOL, content_only=True)]
 
     target = naming.normalize(name)
     pool: list[str] = []
     for prefix in suggest.parents(target):
-        pool = [s.name for s in ctx.store.list_documents(prefix, SUGGEST_POOL)]
+        pool = names_under(prefix)
         if len(pool) > limit + len(exclude):
             break
     if not pool:
         # Nothing under the host: perhaps the host itself is misspelled.
         hosts = suggest.close_hosts(suggest.host_of(target), ctx.store.stats().by_data_source)
         for host in hosts:
-            pool += [
-                s.name for s in ctx.store.list_documents(f"{naming.PREFIX}{host}/", SUGGEST_POOL)
-            ]
+            pool += names_under(f"{naming.PREFIX}{host}/")
     return suggest.nearest(target, pool, limit, exclude=exclude)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .. import limits
-from ..errors import BadRequest, InvalidInput, UpstreamError
+from ..errors import InvalidInput, QuotaExceeded, Unavailable
 from ..models import DocumentChunk, SearchPage, Source, rfc3339
 from ..policy import Mode
 from . import documents
@@ -17,6 +17,9 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..search import filters
+
+# Page tokens the local index gives out start with this; upstream's never do.
+LOCAL_TOKEN = "local."
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,23 +94,33 @@ def make_request(
     )
 
 
+# Failures a later call may not repeat: only these fall back to recordings or the local
+# index. A bad key, a disabled API or a refused request would fail again and must be seen.
+TRANSIENT = (Unavailable, QuotaExceeded)
+
+
 def search(ctx: Context, request: SearchRequest, mode: Mode, *, fetch: bool) -> SearchResult:
-    """Run a search: upstream online (falling back to recordings or the index on failure).
+    """Run a search: upstream online (falling back to recordings or the index when upstream
+    is down or over quota); a page token from the local index keeps paging the local index.
 
     `mode.prefer_recorded`: online, a recorded page for the same request is served without
     asking upstream (a server in cache-first mode spends quota only on new questions).
     """
+    if fetch and mode.offline:
+        raise InvalidInput(
+            "--fetch needs the network, and offline mode is on",
+            hint="drop --fetch to search the store only, or drop --offline to mirror the hits",
+        )
     warnings: list[str] = []
+    local_token = bool(request.page_token and request.page_token.startswith(LOCAL_TOKEN))
     if not mode.offline and mode.prefer_recorded:
         recorded = replay(ctx, request)
         if recorded is not None:
             return recorded
-    if not mode.offline:
+    if not mode.offline and not local_token:
         try:
             return _online(ctx, request, fetch=fetch)
-        except BadRequest:
-            raise
-        except UpstreamError as exc:
+        except TRANSIENT as exc:
             warnings.append(f"upstream search failed, answered offline instead: {exc.message}")
     result = _offline(ctx, request)
     return replace(result, warnings=warnings + result.warnings)
@@ -186,25 +199,31 @@ def _sourced(page: SearchPage, source: Source) -> SearchPage:
 def _encode_token(request: SearchRequest, offset: int) -> str:
     # The token carries the request's fingerprint so it cannot be replayed on another query.
     raw = json.dumps({"o": offset, "k": _fingerprint(request)}, separators=(",", ":"))
-    return "local." + base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return LOCAL_TOKEN + base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
 def _decode_token(request: SearchRequest) -> int:
     token = request.page_token or ""
-    try:
-        if not token.startswith("local."):
-            raise ValueError
-        body = token[len("local.") :]
-        data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-        offset = int(data["o"])
-        if data["k"] != _fingerprint(request) or offset < 0:
-            raise ValueError
-    except (ValueError, KeyError, TypeError):
+    hint = "repeat the search without --page-token, then pass the nextPageToken it prints"
+    if not token.startswith(LOCAL_TOKEN):
         raise InvalidInput(
-            "the page token does not belong to this query in the local index",
-            hint="repeat the search without --page-token, then follow its nextPageToken",
-        ) from None
-    return offset
+            f"page token {token[:40]!r} is not one the local index gave out "
+            "(tokens from upstream page only upstream)",
+            hint=hint,
+        )
+    try:
+        body = token[len(LOCAL_TOKEN) :]
+        data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        offset = data["o"]
+        valid = isinstance(offset, int) and offset >= 0 and data["k"] == _fingerprint(request)
+    except (ValueError, KeyError, TypeError, OverflowError):
+        # binascii.Error and UnicodeDecodeError are ValueErrors; 1e999 decodes to inf.
+        valid = False
+    if not valid:
+        raise InvalidInput(
+            "the page token is damaged or belongs to another query or filter", hint=hint
+        )
+    return int(offset)
 
 
 def _fingerprint(request: SearchRequest) -> str:

@@ -7,6 +7,7 @@ costs one small query rather than Alembic's import time.
 from __future__ import annotations
 
 import importlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,20 @@ def known_revisions() -> list[str]:
     return [rev.revision for rev in reversed(list(script.walk_revisions()))]
 
 
+def _quiet_alembic() -> None:
+    # Alembic narrates every step at INFO ("Context impl SQLiteImpl.", "Running upgrade ...").
+    # Migrating is routine here, so a server's log (INFO) would open with a dozen such lines;
+    # a level someone set on purpose is left alone.
+    alembic_log = logging.getLogger("alembic")
+    if alembic_log.level == logging.NOTSET:
+        alembic_log.setLevel(logging.WARNING)
+
+
 def upgrade(engine: Engine, target: str = "head") -> None:
     """Upgrade the store to `target` in one transaction."""
     from alembic import command
+
+    _quiet_alembic()
 
     with engine.connect().execution_options(**{WRITE: True}) as conn:
         found = current_revision(conn)

@@ -118,10 +118,11 @@ class Reader:
         return found
 
     def list_documents(
-        self, prefix: str | None = None, limit: int | None = None
+        self, prefix: str | None = None, limit: int | None = None, *, content_only: bool = False
     ) -> Iterator[Summary]:
-        """Documents by name, optionally only those whose name starts with `prefix`."""
-        query = sql.listing(prefix=bool(prefix), limit=limit is not None)
+        """Documents by name, optionally only those whose name starts with `prefix`
+        (`content_only`: leave out metadata-only rows)."""
+        query = sql.listing(prefix=bool(prefix), limit=limit is not None, content_only=content_only)
         for row in self._conn.execute(query, sql.listing_params(prefix, limit)):
             yield sql.summary(row)
 

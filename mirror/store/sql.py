@@ -52,12 +52,16 @@ BY_NAMES = [by_names(count) for count in range(MAX_FIXED_NAMES + 1)]
 PREFIX_END = "\U0010ffff"
 
 
-def listing(*, prefix: bool, limit: bool) -> str:
-    """The `list_documents` query; binds `:lo`/`:hi` with `prefix`, `:limit` with `limit`."""
+def listing(*, prefix: bool, limit: bool, content_only: bool = False) -> str:
+    """The `list_documents` query; binds `:lo`/`:hi` with `prefix`, `:limit` with `limit`;
+    `content_only` leaves out metadata-only rows (names known from search results)."""
+    conditions = (["name >= :lo AND name < :hi"] if prefix else []) + (
+        ["content IS NOT NULL"] if content_only else []
+    )
     return (
         "SELECT name, title, data_source, update_time, content_length_bytes, "
         "content IS NOT NULL AS has_content, fetched_at FROM documents"
-        + (" WHERE name >= :lo AND name < :hi" if prefix else "")
+        + (" WHERE " + " AND ".join(conditions) if conditions else "")
         + " ORDER BY name"
         + (" LIMIT :limit" if limit else "")
     )

@@ -228,10 +228,13 @@ class Store:
         return found
 
     def list_documents(
-        self, prefix: str | None = None, limit: int | None = None
+        self, prefix: str | None = None, limit: int | None = None, *, content_only: bool = False
     ) -> Iterator[Summary]:
-        """Documents by name, optionally only those whose name starts with `prefix`."""
-        query = text(sql.listing(prefix=bool(prefix), limit=limit is not None))
+        """Documents by name, optionally only those whose name starts with `prefix`
+        (`content_only`: leave out metadata-only rows noted from search results)."""
+        query = text(
+            sql.listing(prefix=bool(prefix), limit=limit is not None, content_only=content_only)
+        )
         with self.engine.connect() as conn:
             for row in conn.execute(query, sql.listing_params(prefix, limit)):
                 yield sql.summary(row)

@@ -8,8 +8,8 @@ from typing import TypeVar
 
 import httpx
 
-from ..config import DEFAULT_SEARCH_PER_MINUTE
-from ..errors import InvalidInput, ProtocolError
+from ..config import DEFAULT_SEARCH_PER_MINUTE, ENV_API_KEY
+from ..errors import AuthError, InvalidInput, ProtocolError
 from ..models import Document
 from . import MAX_BATCH
 from .pacing import Pacer
@@ -92,7 +92,19 @@ class HttpUpstream:
                 log.debug("%s: paced %.2f s to stay under the quota", what, waited)
             return attempt(max(seconds_left - waited, 0.001))
 
-        return call_with_retry(self._retry, what, paced, quota)
+        try:
+            return call_with_retry(self._retry, what, paced, quota)
+        except AuthError as exc:
+            if self._key:
+                raise
+            # Without a key the real cause is the unset variable, not an invalid key.
+            raise AuthError(
+                f"{ENV_API_KEY} is not set, and {self.base_url} refused the request without "
+                f"an API key ({exc.message})",
+                status=exc.status,
+                code=exc.code,
+                hint=f"set {ENV_API_KEY} to a Developer Knowledge API key, or use --offline",
+            ) from None
 
 
 def parse_document(data: object, what: str) -> Document:
