@@ -15,6 +15,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from ..errors import SchemaError
 from .engine import WRITE
+from .failures import PROBE
 
 
 def script_location() -> Path:
@@ -27,7 +28,9 @@ def script_location() -> Path:
 def current_revision(conn: Connection) -> str | None:
     """The revision stamped in the store, or None for a blank database."""
     try:
-        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        # PROBE: a missing table is this function's answer, not a store failure.
+        query = text("SELECT version_num FROM alembic_version").execution_options(**{PROBE: True})
+        return conn.execute(query).scalar()
     except (OperationalError, ProgrammingError):
         # No alembic_version table yet: a blank store. (PostgreSQL aborts the transaction.)
         conn.rollback()

@@ -13,11 +13,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, bindparam, func, select, text
-from sqlalchemy.exc import DBAPIError
 
 from ..errors import SchemaError, StoreError
 from ..models import CachedDocument, Document
 from . import engine as engines
+from .failures import from_dbapi
 from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
@@ -69,7 +69,9 @@ class Store:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.url = engine.url.render_as_string(hide_password=True)
+        self.url = engines.display_url(engine)
+        # Where failures name the store: an SQLite file's path, else the URL.
+        self.where = engines.describe(engine.url)
         self._upsert = upsert(engine.dialect.name, documents, ["name"])
         # One held connection per thread for cache lookups: a pool checkout costs about as
         # much as reading 20 cached documents, and lookups are the hot path.
@@ -84,29 +86,49 @@ class Store:
             self._fast_sql = [str(stmt.compile(dialect=engine.dialect)) for stmt in _BY_COUNT]
 
     @classmethod
-    def open(cls, url: str, *, upgrade: bool = True) -> Store:
-        """Open the store at `url`, upgrading its schema to this version's when needed."""
-        store = cls(engines.create(url))
+    def open(cls, url: str, *, upgrade: bool = True, readonly: bool = False) -> Store:
+        """Open the store at `url`, upgrading its schema to this version's when needed.
+
+        `readonly`: the store must already exist and be at this version's schema; it is
+        opened read-only (works on a read-only file, folder or mount) and never upgraded.
+        """
+        store = cls(engines.create(url, readonly=readonly))
         try:
             revision = store.revision()
-        except DBAPIError as exc:
+            if revision != SCHEMA_REVISION:
+                store._adopt(url, revision, upgrade=upgrade, readonly=readonly)
+        except BaseException:
             store.close()
-            raise StoreError(
-                f"cannot open the store at {store.url}: {exc.orig}",
-                hint="check the path or URL given by --db / DK_MIRROR_DB",
-            ) from None
-        if revision != SCHEMA_REVISION:
-            if not upgrade:
-                store.close()
-                raise SchemaError(
-                    f"the store is at schema revision {revision!r}; "
-                    f"this version needs {SCHEMA_REVISION!r}",
-                    hint="run `dk-mirror db upgrade`",
-                )
-            from .migrate import upgrade as run_upgrade
-
-            run_upgrade(store.engine)
+            raise
         return store
+
+    def _adopt(self, url: str, revision: str | None, *, upgrade: bool, readonly: bool) -> None:
+        """Bring a store at another revision to this version's, or say why it cannot be."""
+        if readonly and revision is None:
+            raise StoreError(
+                f"{self.where} is not a dk-mirror store (no schema revision in it)",
+                hint="point --db / DK_MIRROR_DB at a store dk-mirror created",
+            )
+        if not upgrade or (readonly and not engines.writable(url)):
+            locked = " and it is read-only" if upgrade else ""
+            raise SchemaError(
+                f"the store is at schema revision {revision!r}; "
+                f"this version needs {SCHEMA_REVISION!r}{locked}",
+                hint="run `dk-mirror db upgrade`"
+                + (" where the store is writable" if locked else ""),
+            )
+        from .migrate import upgrade as run_upgrade
+
+        if not readonly:
+            run_upgrade(self.engine)
+            return
+        # A reading command on a writable store upgrades it as any command always has; the
+        # upgrade alone gets a read-write engine, and reads stay on the read-only one.
+        writer = engines.create(url)
+        try:
+            run_upgrade(writer)
+        finally:
+            writer.dispose()
 
     def close(self) -> None:
         """Close the held read connections and every pooled connection."""
@@ -151,7 +173,11 @@ class Store:
         if self._fast_sql is not None and len(names) <= len(_FIXED_KEYS):
             # Autocommit read: SQLite runs the SELECT in its own implicit transaction.
             raw: Any = self._reader().connection.driver_connection
-            rows = raw.execute(self._fast_sql[len(names)], tuple(names)).fetchall()
+            try:
+                rows = raw.execute(self._fast_sql[len(names)], tuple(names)).fetchall()
+            except self.engine.dialect.loaded_dbapi.Error as exc:
+                # Straight on the DBAPI, so SQLAlchemy's handle_error hook does not see it.
+                raise from_dbapi(exc, self.where) from None
         else:
             with self.engine.connect() as conn:
                 rows = conn.execute(_BY_NAMES, {"names": list(names)}).all()
