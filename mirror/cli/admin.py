@@ -23,7 +23,7 @@ from .common import global_options, json_option, open_mirror
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Counts, bytes, freshness, and where the store is."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=True)
     stats = mirror.stats()
     now = time.time()
     data: dict[str, Any] = {
@@ -92,7 +92,7 @@ def _checks(mirror: Any) -> list[tuple[str, str, str]]:
     else:
         rows.append(("warn", "sqlite", f"SQLite {version} without FTS5: no offline search"))
     try:
-        store = Store.open(settings.db_url, upgrade=False)
+        store = Store.open(settings.db_url, upgrade=False, readonly=True)
     except SchemaError as exc:
         rows.append(("warn", "schema", str(exc)))
         return rows
@@ -135,7 +135,7 @@ def _checks(mirror: Any) -> list[tuple[str, str, str]]:
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
     """Check SQLite, the store's schema and integrity, and the configuration."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=True)
     rows = _checks(mirror)
     if as_json:
         click.echo(
@@ -162,9 +162,8 @@ def db_status(ctx: click.Context) -> None:
     from ..store.engine import create
     from ..store.migrate import current_revision, known_revisions
 
-    mirror = open_mirror(ctx)
-
-    engine = create(mirror.settings.db_url)
+    mirror = open_mirror(ctx, readonly=True)
+    engine = create(mirror.settings.db_url, readonly=True)
     try:
         with engine.connect() as conn:
             current = current_revision(conn)

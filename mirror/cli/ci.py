@@ -45,7 +45,7 @@ def export(
     from ..names import read_names
     from ..service import prefix_form
 
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=True)
     manifest = mirror.export_snapshot(
         out,
         prefix=prefix_form(prefix) if prefix else None,
@@ -212,7 +212,7 @@ def export_md(ctx: click.Context, directory: Path, prefix: str | None) -> None:
     """Write one .md file per document (front matter + Markdown) and an index.md."""
     from ..service import prefix_form
 
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=True)
     count = mirror.export_markdown(directory, prefix=prefix_form(prefix) if prefix else None)
     click.echo(f"wrote {count} documents and index.md under {directory}", err=True)
 

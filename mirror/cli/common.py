@@ -73,8 +73,13 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
 
 
-def open_mirror(ctx: click.Context) -> Mirror:
-    """A Mirror for the settings given by options and environment."""
+def open_mirror(ctx: click.Context, *, readonly: bool | None = False) -> Mirror:
+    """A Mirror for the settings given by options and environment.
+
+    `readonly`: the command only reads the store, so it opens it read-only (a read-only file,
+    folder or mount works) and a missing store is an error rather than a new empty one.
+    None: read-only exactly when offline (a command that writes only what it fetches).
+    """
     given = ctx.ensure_object(dict)
     settings = Settings.resolve(
         db=given.get("db"),
@@ -83,7 +88,7 @@ def open_mirror(ctx: click.Context) -> Mirror:
         offline=given.get("offline"),
         strict_offline=given.get("strict_offline"),
     )
-    mirror = Mirror(settings)
+    mirror = Mirror(settings, readonly=settings.offline if readonly is None else readonly)
     ctx.call_on_close(mirror.close)
     return mirror
 

@@ -57,7 +57,7 @@ def get(
 
     NAME may be documents/HOST/PATH, https://HOST/PATH or HOST/PATH; at most 20.
     """
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=None)  # writes only what it fetches
     result = mirror.get_documents(list(names), max_age=max_age, refresh=refresh)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -137,7 +137,7 @@ def fetch(
 @click.pass_context
 def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool) -> None:
     """List cached documents by name (NDJSON with --json)."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=True)
     rows = []
     for item in mirror.list_documents(prefix, limit):
         if as_json:

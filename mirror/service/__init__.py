@@ -82,8 +82,11 @@ class Mirror:
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        readonly: bool = False,
     ) -> None:
         self.settings = settings
+        # Open the store read-only: it must exist, and nothing may write to it.
+        self.readonly = readonly
         self._store = store
         self._transport = transport
         self._retry = retry
@@ -100,7 +103,7 @@ class Mirror:
     def store(self) -> Store:
         """The store, opened (and migrated) on first use."""
         if self._store is None:
-            self._store = Store.open(self.settings.db_url)
+            self._store = Store.open(self.settings.db_url, readonly=self.readonly)
         return self._store
 
     def upstream(self) -> Upstream:
