@@ -7,6 +7,8 @@ child process, so nothing leaks to the machine or to other tests.
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -63,9 +65,10 @@ def run(
     setup: str = "",
     env: Mapping[str, str] | None = None,
     timeout: float = 60,
+    command: Sequence[str] = DK,
 ) -> subprocess.CompletedProcess[str]:
     """`dk-mirror ARGS` in a subprocess, after `setup` ran in its own mount namespace."""
-    argv = [*DK, *args]
+    argv = [*command, *args]
     if setup:
         argv = ["unshare", "-m", "sh", "-c", f'{setup} && exec "$@"', "sh", *argv]
     return subprocess.run(
@@ -76,3 +79,38 @@ def run(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def run_many(
+    commands: Sequence[Sequence[str]],
+    *,
+    setup: str = "",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> list[tuple[int, str, str]]:
+    """(exit code, stdout, stderr) of each command line, all run in one subprocess."""
+    from .cli_batch import BEGIN, END
+
+    # The batch runner lives in this repository's tests package: put its root on the path.
+    root = str(Path(__file__).resolve().parents[1])
+    given = dict(os.environ if env is None else env)
+    given["PYTHONPATH"] = os.pathsep.join(filter(None, [root, given.get("PYTHONPATH")]))
+    done = run(
+        [json.dumps([list(c) for c in commands])],
+        setup=setup,
+        env=given,
+        timeout=timeout,
+        command=[sys.executable, "-m", "tests.cli_batch"],
+    )
+    assert done.returncode == 0, done.stderr
+
+    def framed(text: str) -> list[tuple[int, str]]:
+        parts = []
+        for chunk in text.split(BEGIN)[1:]:
+            body, _, tail = chunk.partition(END)
+            parts.append((int(tail.split()[1]), body.split("\n", 1)[1]))
+        return parts
+
+    outs, errs = framed(done.stdout), framed(done.stderr)
+    assert len(outs) == len(errs) == len(commands), done.stderr
+    return [(code, out, err) for (code, out), (_, err) in zip(outs, errs, strict=True)]
