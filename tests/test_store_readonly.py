@@ -62,7 +62,6 @@ def test_reading_commands_work_in_a_read_only_folder(store: Path, tmp_path: Path
         ["ls", "--limit", "3"],
         ["search", "--offline", "manifest"],
         ["answer", "--offline", "what is a service worker"],
-        ["doctor", "--offline"],
         ["db", "status"],
         ["snapshot", "export", str(out / "docs.snap")],
         ["export-md", str(out / "md")],
@@ -70,6 +69,9 @@ def test_reading_commands_work_in_a_read_only_folder(store: Path, tmp_path: Path
         result = sandbox.run([*args, *db], setup=setup, env=env)
         assert result.returncode == 0, (args, result.stderr)
         assert "Traceback" not in result.stderr
+    doctor = sandbox.run(["doctor", "--offline", *db], setup=setup, env=env)
+    assert doctor.returncode == 0 and "warn" not in doctor.stdout, doctor.stdout
+    assert "opened immutable" in doctor.stdout
     assert (out / "docs.snap").is_file() and (out / "md" / "index.md").is_file()
     # Nothing was created beside the store: no -wal, no -shm, no journal.
     assert sorted(p.name for p in store.parent.iterdir()) == [store.name]

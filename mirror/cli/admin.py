@@ -103,7 +103,10 @@ def _checks(mirror: Any) -> list[tuple[str, str, str]]:
         rows.append(("ok", "store", store.url))
         rows.append(("ok", "schema", f"revision {store.revision()} (expected {SCHEMA_REVISION})"))
         mode = store.journal_mode()
-        if mode is not None:
+        if store.immutable:
+            # Immutable reads ignore journals, so the pragma's answer says nothing of the file.
+            rows.append(("ok", "journal", "read-only folder: opened immutable, nothing can write"))
+        elif mode is not None:
             level = "ok" if mode == "wal" else "warn"
             rows.append((level, "journal", f"journal_mode={mode} (wal expected)"))
         problems = store.integrity()

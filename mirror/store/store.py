@@ -315,6 +315,11 @@ class Store:
             rows = [r[0] for r in conn.execute(text("PRAGMA quick_check"))]
         return [] if rows == ["ok"] else rows
 
+    @property
+    def immutable(self) -> bool:
+        """Opened immutable (a read-only folder): SQLite reads the file alone, lock-free."""
+        return self.engine.url.query.get("immutable") == "1"
+
     def journal_mode(self) -> str | None:
         """SQLite's journal mode in force (expected `wal`), or None for other databases."""
         if self.engine.dialect.name != "sqlite":
