@@ -58,7 +58,8 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "db status": [],
         "db upgrade": [],
         "demo": [],
-        "serve": ["--port", "0"],
+        # --allow-fetch: it writes (without, it serves a read-only store and would not exit).
+        "serve": ["--allow-fetch", "--port", "0"],
         "snapshot export": [str(out / "export.snap")],
         "snapshot import": [str(files["snap"])],
         "snapshot check": [str(files["snap"])],
