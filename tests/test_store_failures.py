@@ -216,3 +216,23 @@ def test_a_full_store_is_a_store_error_not_a_traceback(tmp_path: Path) -> None:
         assert store.stats().documents == 0  # all or nothing
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        (f"postgresql://dk:{SECRET}@db.example:5432/dk", "dk-mirror[postgres]"),
+        ("postgresql+nosuchdriver://db.example/dk", "unknown database driver"),
+        ("mysql://db.example/dk", "'mysql'"),
+        (f"postgresql://dk:{SECRET}@db.example:port/dk", "cannot be parsed"),
+        ("://nothing", "cannot be parsed"),
+        ("sqlite://relative.sqlite3", "Invalid SQLite URL"),
+    ],
+)
+def test_unusable_urls_are_store_errors(url: str, says: str) -> None:
+    """Each is refused while creating the engine, with a hint and never the password."""
+    for readonly in (False, True):
+        with pytest.raises(StoreError) as caught:
+            Store.open(url, readonly=readonly)
+        assert says in str(caught.value) and caught.value.hint  # str: message and hint
+        assert SECRET not in str(caught.value)

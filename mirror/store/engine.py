@@ -105,7 +105,7 @@ def describe(url: str | URL) -> str:
     """The store for messages: an SQLite file's path, else the URL without its password."""
     try:
         parsed = make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "the --db value"
     database = parsed.database or ""
     if parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:"):
@@ -137,7 +137,7 @@ def writable(url: str) -> bool:
 def _parse(url: str) -> URL:
     try:
         return make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         # The value may hold a password: name only its scheme.
         scheme = url.split("://", 1)[0] if "://" in url else ""
         raise StoreError(
@@ -158,6 +158,13 @@ def _engine(url: URL, backend: str, **options: Any) -> Engine:
         raise StoreError(
             f"unknown database driver {url.drivername!r} in {WHERE}",
             hint="use postgresql://USER@HOST/DB (the psycopg driver) or a path to an SQLite file",
+        ) from None
+    except ArgumentError as exc:
+        # The dialect refuses the URL's shape (sqlite://relative); its first line says how.
+        reason = str(exc).splitlines()[0]
+        raise StoreError(
+            f"the store URL from {WHERE} is not valid: {reason}",
+            hint="give a path to an SQLite file, or a URL such as postgresql://USER@HOST/DB",
         ) from None
 
 

@@ -1,7 +1,8 @@
 """Database failures as StoreError: the store boundary, so no SQLAlchemy or DBAPI error escapes.
 
 Messages quote the database's own one-line reason, never the failed statement: an SQL text
-or its parameters can hold document content (and once a URL's password).
+or its parameters can hold document content. Stores are named by path, or by URL with the
+password hidden.
 """
 
 from __future__ import annotations
