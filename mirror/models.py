@@ -372,6 +372,8 @@ class StoreFacts:
     journal_mode: str | None  # SQLite only
     search_index: bool
     integrity: tuple[str, ...] | None = None  # quick_check problems; None when not checked
+    # Opened immutable (a read-only folder): SQLite reads the file alone; journals unseen.
+    immutable: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The store's facts as `status --json` and `doctor --json` print them."""
@@ -383,6 +385,7 @@ class StoreFacts:
             "journalMode": self.journal_mode,
             "searchIndex": self.search_index,
             "integrity": None if self.integrity is None else list(self.integrity),
+            "immutable": self.immutable,
         }
 
 

@@ -193,6 +193,7 @@ def _doctor_rows(run, *args: str) -> dict[str, dict[str, str]]:  # type: ignore[
 
 
 def test_doctor_makes_one_real_upstream_request(run, emulator, monkeypatch):
+    assert run("db", "upgrade").exit_code == 0  # doctor reads a store; it never makes one
     emulator.reset()
     rows = _doctor_rows(run)
     assert rows["api key"]["level"] == "ok" and "is set" in rows["api key"]["detail"]
@@ -240,6 +241,7 @@ def test_a_fetch_without_a_key_says_the_variable_is_unset(run, monkeypatch):
 
 
 def test_status_on_an_empty_store_says_nothing_was_fetched(run):
+    assert run("db", "upgrade").exit_code == 0  # a new, empty store (status never makes one)
     result = run("status")
     assert result.exit_code == 0
     assert "nothing fetched yet" in result.stdout and "never" not in result.stdout

@@ -192,7 +192,7 @@ def test_a_store_the_reader_cannot_open_takes_the_full_path(tmp_path: Path) -> N
     url = f"sqlite:///{tmp_path / 'new' / 'store.sqlite3'}"
     env = {**os.environ, "DK_MIRROR_DB": url, "PYTHONPATH": str(ROOT)}
     run = subprocess.run(
-        [sys.executable, "-c", PROBE, "get", "--offline", NAME],
+        [sys.executable, "-c", PROBE, "--offline", "import", "--sample"],
         env=env,
         capture_output=True,
         text=True,

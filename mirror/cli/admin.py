@@ -26,7 +26,7 @@ SHOW_SKIPPED = 10
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Counts, bytes, freshness, and where the store is."""
-    mirror = open_mirror(ctx, reads_only=True)
+    mirror = open_mirror(ctx, readonly=True)
     health = mirror.health()
     if as_json:
         click.echo(render.to_json(health.to_json()))
@@ -181,7 +181,10 @@ def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
     rows.append(
         (level, "schema", f"revision {store.revision} (expected {store.expected_revision})")
     )
-    if store.journal_mode is not None:
+    if store.immutable:
+        # Immutable reads ignore journals, so the pragma's answer says nothing of the file.
+        rows.append(("ok", "journal", "read-only folder: opened immutable, nothing can write"))
+    elif store.journal_mode is not None:
         level = "ok" if store.journal_mode == "wal" else "warn"
         rows.append((level, "journal", f"journal_mode={store.journal_mode} (wal expected)"))
     if store.integrity:
@@ -211,7 +214,7 @@ def _key_row(mirror: Mirror) -> tuple[str, str, str]:
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
     """Check SQLite, the store, the API key, and (unless --offline) one real upstream request."""
-    mirror = open_mirror(ctx, upgrade=False)
+    mirror = open_mirror(ctx, upgrade=False, readonly=True)
     rows = _checks(mirror)
     if as_json:
         click.echo(
@@ -236,7 +239,7 @@ def db() -> None:
 @click.pass_context
 def db_status(ctx: click.Context, as_json: bool) -> None:
     """Show the store's schema revision and the newest this version knows."""
-    status = open_mirror(ctx).schema_status()
+    status = open_mirror(ctx, readonly=True).schema_status()
     if as_json:
         click.echo(render.to_json(status.to_json()))
         return

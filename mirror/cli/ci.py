@@ -51,7 +51,7 @@ def export(
     as_json: bool,
 ) -> None:
     """Write the selected documents to OUT: same documents, same bytes, on any machine."""
-    manifest = open_mirror(ctx).export_snapshot(
+    manifest = open_mirror(ctx, readonly=True).export_snapshot(
         out,
         prefix=prefix,
         data_source=data_source,
@@ -228,7 +228,7 @@ def sync(
 @click.pass_context
 def export_md(ctx: click.Context, directory: Path, prefix: str | None, as_json: bool) -> None:
     """Write one .md file per document (front matter + Markdown) and an index.md."""
-    count = open_mirror(ctx).export_markdown(directory, prefix=prefix)
+    count = open_mirror(ctx, readonly=True).export_markdown(directory, prefix=prefix)
     if as_json:
         click.echo(render.to_json({"directory": str(directory), "documents": count}))
     else:

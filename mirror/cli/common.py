@@ -96,10 +96,17 @@ def document_limit(ctx: click.Context) -> int:
     return config.document_limit(os.environ, ctx.ensure_object(dict).get("max_document_bytes"))
 
 
-def open_mirror(ctx: click.Context, *, upgrade: bool = True, reads_only: bool = False) -> Mirror:
-    """A Mirror for the settings given by options and environment (`upgrade`: migrate the
-    store when it is opened; `doctor` looks without changing anything; `reads_only`: the
-    command never writes, so an existing store is read without loading SQLAlchemy)."""
+def open_mirror(
+    ctx: click.Context, *, upgrade: bool = True, readonly: bool | None = False
+) -> Mirror:
+    """A Mirror for the settings given by options and environment.
+
+    `upgrade`: migrate the store when it is opened (`doctor` looks without changing it).
+    `readonly`: the command only reads the store, so it opens it read-only (a read-only file,
+    folder or mount works), a missing store is an error rather than a new empty one, and an
+    existing SQLite store is read without loading SQLAlchemy. None: read-only exactly when
+    offline (a command that writes only what it fetches).
+    """
     # Imported here (as in the functions below): --help and usage errors then never load
     # the settings, the service and its models.
     from ..config import Settings
@@ -114,9 +121,12 @@ def open_mirror(ctx: click.Context, *, upgrade: bool = True, reads_only: bool = 
         strict_offline=given.get("strict_offline"),
         max_document_bytes=given.get("max_document_bytes"),
     )
+    only_reads = settings.offline if readonly is None else readonly
     # Offline, a command cannot fetch, so it (nearly always) only reads: a local import
     # still writes, through the full Store the Reader opens for it.
-    mirror = Mirror(settings, upgrade=upgrade, reader=reads_only or settings.offline)
+    mirror = Mirror(
+        settings, upgrade=upgrade, readonly=only_reads, reader=only_reads or settings.offline
+    )
     ctx.call_on_close(mirror.close)
     return mirror
 

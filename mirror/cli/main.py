@@ -166,7 +166,7 @@ def get(
 
     NAME may be documents/HOST/PATH, https://HOST/PATH or HOST/PATH; at most 20.
     """
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=None)  # writes only what it fetches
     mode = request_mode(mirror, max_age=max_age, refresh=refresh)
     try:
         # --json prints the documents there are and names the rest; text is all or nothing.
@@ -274,7 +274,7 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
     Names seen only in search results are listed as "metadata only" (hasContent false):
     they are known to exist but cannot be read until fetched.
     """
-    mirror = open_mirror(ctx, reads_only=True)
+    mirror = open_mirror(ctx, readonly=True)
     rows = []
     for item in mirror.list_documents(prefix, limit):
         if as_json:

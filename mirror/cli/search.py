@@ -55,7 +55,7 @@ def search(
     as_json: bool,
 ) -> None:
     """Search the docs: upstream when online (recorded for replay), else offline."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=None)  # online, it records the page it got
     result = mirror.search_documents(
         query, page_size=limit, page_token=page_token, filter=filter_text, fetch=fetch
     )
@@ -90,7 +90,7 @@ def search(
 @click.pass_context
 def answer(ctx: click.Context, question: str, filter_text: str | None, as_json: bool) -> None:
     """Answer a question (upstream AnswerQuery: 50/day; offline: recorded or extractive)."""
-    mirror = open_mirror(ctx)
+    mirror = open_mirror(ctx, readonly=None)  # online, it counts quota and records the answer
     result = mirror.answer_query(question, filter=filter_text)
     for warning in result.warnings:
         click.echo(f"warning: {render.clean(warning, multiline=True)}", err=True)

@@ -68,8 +68,12 @@ class Mirror:
         clock: Callable[[], float] = time.time,
         upgrade: bool = True,
         reader: bool = False,
+        readonly: bool = False,
     ) -> None:
         self.settings = settings
+        # `readonly`: the command only reads: the store must exist and is opened read-only
+        # (a read-only file, folder or mount works), never created or written.
+        self.readonly = readonly
         self.clock = clock
         self._retry = retry
         self._upgrade = upgrade
@@ -111,12 +115,12 @@ class Mirror:
             return None
         from ..store.reader import Reader
 
-        return Reader.open(self.settings.db_url, upgrade=self._upgrade)
+        return Reader.open(self.settings.db_url, upgrade=self._upgrade, readonly=self.readonly)
 
     def _open_store(self) -> Store:
         from ..store.store import Store
 
-        return Store.open(self.settings.db_url, upgrade=self._upgrade)
+        return Store.open(self.settings.db_url, upgrade=self._upgrade, readonly=self.readonly)
 
     def _open_upstream(self) -> Upstream:
         """The upstream client, created on first use; refused in offline mode."""
@@ -220,7 +224,9 @@ class Mirror:
         from . import search
 
         request = search.make_request(query, page_size, page_token, filter)
-        return search.search(self._ctx(), request, mode or self.default_mode(), fetch=fetch)
+        chosen = mode or self.default_mode()
+        search.check_fetch(chosen, fetch)  # a usage error, before the store is opened
+        return search.search(self._ctx(), request, chosen, fetch=fetch)
 
     def answer_query(
         self, query: str, *, filter: str | None = None, mode: Mode | None = None

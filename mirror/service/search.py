@@ -99,6 +99,15 @@ def make_request(
 TRANSIENT = (Unavailable, QuotaExceeded)
 
 
+def check_fetch(mode: Mode, fetch: bool) -> None:
+    """Refuse --fetch in offline mode (before the store is even opened)."""
+    if fetch and mode.offline:
+        raise InvalidInput(
+            "--fetch needs the network, and offline mode is on",
+            hint="drop --fetch to search the store only, or drop --offline to mirror the hits",
+        )
+
+
 def search(ctx: Context, request: SearchRequest, mode: Mode, *, fetch: bool) -> SearchResult:
     """Run a search: upstream online (falling back to recordings or the index when upstream
     is down or over quota); a page token from the local index keeps paging the local index.
@@ -106,11 +115,7 @@ def search(ctx: Context, request: SearchRequest, mode: Mode, *, fetch: bool) -> 
     `mode.prefer_recorded`: online, a recorded page for the same request is served without
     asking upstream (a server in cache-first mode spends quota only on new questions).
     """
-    if fetch and mode.offline:
-        raise InvalidInput(
-            "--fetch needs the network, and offline mode is on",
-            hint="drop --fetch to search the store only, or drop --offline to mirror the hits",
-        )
+    check_fetch(mode, fetch)
     warnings: list[str] = []
     local_token = bool(request.page_token and request.page_token.startswith(LOCAL_TOKEN))
     if not mode.offline and mode.prefer_recorded:

@@ -18,6 +18,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from ..errors import SchemaError
 from . import sql
 from .engine import WRITE
+from .failures import PROBE
 
 
 def script_location() -> Path:
@@ -36,7 +37,9 @@ def script_location() -> Path:
 def current_revision(conn: Connection) -> str | None:
     """The revision stamped in the store, or None for a blank database."""
     try:
-        return conn.execute(text(sql.REVISION)).scalar()
+        # PROBE: a missing table is this function's answer, not a store failure.
+        query = text(sql.REVISION).execution_options(**{PROBE: True})
+        return conn.execute(query).scalar()
     except (OperationalError, ProgrammingError):
         # No alembic_version table yet: a blank store. (PostgreSQL aborts the transaction.)
         conn.rollback()
@@ -106,10 +109,10 @@ class SchemaStatus:
 
 
 def schema_status(url: str) -> SchemaStatus:
-    """The schema status of the store at `url`, read without upgrading it."""
+    """The schema status of the store at `url`, read without upgrading (or creating) it."""
     from .engine import create
 
-    engine = create(url)
+    engine = create(url, readonly=True)
     try:
         with engine.connect() as conn:
             current = current_revision(conn)

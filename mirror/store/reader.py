@@ -56,15 +56,18 @@ def sqlite_path(url: str) -> str | None:
 class Reader:
     """The Store's read methods on one sqlite3 connection (one thread), opened read-only."""
 
-    def __init__(self, url: str, conn: sqlite3.Connection, *, upgrade: bool) -> None:
+    def __init__(
+        self, url: str, conn: sqlite3.Connection, *, upgrade: bool, readonly: bool = False
+    ) -> None:
         self.url = url
         self._conn = conn
         self._upgrade = upgrade
+        self._readonly = readonly  # the full Store, when needed, opens the same way
         self._full: Store | None = None
         self._has_index: bool | None = None
 
     @classmethod
-    def open(cls, url: str, *, upgrade: bool = True) -> Reader | None:
+    def open(cls, url: str, *, upgrade: bool = True, readonly: bool = False) -> Reader | None:
         """A Reader for an existing SQLite store at the current revision, else None."""
         path = sqlite_path(url)
         if path is None or not os.path.isfile(path):
@@ -83,7 +86,7 @@ class Reader:
         if row is None or row[0] != sql.SCHEMA_REVISION:
             conn.close()
             return None
-        return cls(url, conn, upgrade=upgrade)
+        return cls(url, conn, upgrade=upgrade, readonly=readonly)
 
     def close(self) -> None:
         """Close the connection (and the full Store, if a write opened one)."""
@@ -97,7 +100,7 @@ class Reader:
         if self._full is None:
             from .store import Store
 
-            self._full = Store.open(self.url, upgrade=self._upgrade)
+            self._full = Store.open(self.url, upgrade=self._upgrade, readonly=self._readonly)
         return self._full
 
     # -- reads, with the Store's SQL ------------------------------------------------------

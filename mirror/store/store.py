@@ -12,13 +12,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, bindparam, select, text
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
 from ..errors import SchemaError, StoreError
 from ..models import CachedDocument, Document, PutReport, Stats, StoreFacts, Summary
 from . import engine as engines
 from . import sql
+from .failures import from_dbapi
 from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
@@ -45,7 +45,9 @@ class Store:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.url = engine.url.render_as_string(hide_password=True)
+        self.url = engines.display_url(engine)
+        # Where failures name the store: an SQLite file's path, else the URL.
+        self.where = engines.describe(engine.url)
         self._upsert = upsert(engine.dialect.name, documents, ["name"])
         # Idle connections for cache lookups, shared by every thread: a pool checkout and
         # return (~16 us) is avoidable overhead on the hot path, a deque pop is not. A lookup
@@ -57,31 +59,53 @@ class Store:
         # on the held DBAPI connection: SQLAlchemy's per-execution bookkeeping otherwise costs
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
         self._fast_sql = engine.dialect.name == "sqlite"
+        self.readonly = False  # set by open(): a resized engine must open the same way
 
     @classmethod
-    def open(cls, url: str, *, upgrade: bool = True) -> Store:
-        """Open the store at `url`, upgrading its schema to this version's when needed."""
-        store = cls(engines.create(url))
+    def open(cls, url: str, *, upgrade: bool = True, readonly: bool = False) -> Store:
+        """Open the store at `url`, upgrading its schema to this version's when needed.
+
+        `readonly`: the store must already exist and be at this version's schema; it is
+        opened read-only (works on a read-only file, folder or mount) and never upgraded.
+        """
+        store = cls(engines.create(url, readonly=readonly))
+        store.readonly = readonly
         try:
             revision = store.revision()
-        except DBAPIError as exc:
+            if revision != SCHEMA_REVISION:
+                store._adopt(url, revision, upgrade=upgrade, readonly=readonly)
+        except BaseException:
             store.close()
-            raise StoreError(
-                f"cannot open the store at {store.url}: {exc.orig}",
-                hint="check the path or URL given by --db / DK_MIRROR_DB",
-            ) from None
-        if revision != SCHEMA_REVISION:
-            if not upgrade:
-                store.close()
-                raise SchemaError(
-                    f"the store is at schema revision {revision!r}; "
-                    f"this version needs {SCHEMA_REVISION!r}",
-                    hint="run `dk-mirror db upgrade`",
-                )
-            from .migrate import upgrade as run_upgrade
-
-            run_upgrade(store.engine)
+            raise
         return store
+
+    def _adopt(self, url: str, revision: str | None, *, upgrade: bool, readonly: bool) -> None:
+        """Bring a store at another revision to this version's, or say why it cannot be."""
+        if readonly and revision is None:
+            raise StoreError(
+                f"{self.where} is not a dk-mirror store (no schema revision in it)",
+                hint="point --db / DK_MIRROR_DB at a store dk-mirror created",
+            )
+        if not upgrade or (readonly and not engines.writable(url)):
+            locked = " and it is read-only" if upgrade else ""
+            raise SchemaError(
+                f"the store is at schema revision {revision!r}; "
+                f"this version needs {SCHEMA_REVISION!r}{locked}",
+                hint="run `dk-mirror db upgrade`"
+                + (" where the store is writable" if locked else ""),
+            )
+        from .migrate import upgrade as run_upgrade
+
+        if not readonly:
+            run_upgrade(self.engine)
+            return
+        # A reading command on a writable store upgrades it as any command always has; the
+        # upgrade alone gets a read-write engine, and reads stay on the read-only one.
+        writer = engines.create(url)
+        try:
+            run_upgrade(writer)
+        finally:
+            writer.dispose()
 
     def close(self) -> None:
         """Close the idle read connections and every pooled connection."""
@@ -100,7 +124,9 @@ class Store:
         self._idle_cap = concurrency
         old, self.engine = (
             self.engine,
-            engines.create(self.engine.url, pool_size=concurrency + POOL_RESERVE),
+            engines.create(
+                self.engine.url, pool_size=concurrency + POOL_RESERVE, readonly=self.readonly
+            ),
         )
         self.__dict__.pop("recordings", None)  # it holds the old engine
         old.dispose()
@@ -144,8 +170,11 @@ class Store:
                 # Autocommit read: SQLite runs the SELECT in its own implicit transaction.
                 raw: Any = pooled.driver_connection
                 rows = raw.execute(sql.BY_NAMES[len(names)], tuple(names)).fetchall()
-            except BaseException:
+            except BaseException as exc:
                 pooled.close()  # back to the pool, which resets or discards it
+                if isinstance(exc, self.engine.dialect.loaded_dbapi.Error):
+                    # Straight on the DBAPI, so SQLAlchemy's handle_error hook does not see it.
+                    raise from_dbapi(exc, self.where) from None
                 raise
             if len(self._idle) < self._idle_cap:
                 self._idle.append(pooled)
@@ -276,6 +305,7 @@ class Store:
             journal_mode=self.journal_mode(),
             search_index=self.has_search_index(),
             integrity=tuple(self.integrity()) if integrity else None,
+            immutable=self.immutable,
         )
 
     def integrity(self) -> list[str]:
@@ -285,6 +315,11 @@ class Store:
         with self.engine.connect() as conn:
             rows = [r[0] for r in conn.execute(text(sql.QUICK_CHECK))]
         return [] if rows == ["ok"] else rows
+
+    @property
+    def immutable(self) -> bool:
+        """Opened immutable (a read-only folder): SQLite reads the file alone, lock-free."""
+        return self.engine.url.query.get("immutable") == "1"
 
     def journal_mode(self) -> str | None:
         """SQLite's journal mode in force (expected `wal`), or None for other databases."""

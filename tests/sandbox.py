@@ -1,0 +1,116 @@
+"""Run `dk-mirror` in a private mount namespace: read-only folders and files, tiny disks.
+
+Root ignores permission bits, so chmod cannot make a store read-only for these tests; a
+read-only bind mount (or a full tmpfs) can, and `unshare -m` keeps each mount private to one
+child process, so nothing leaks to the machine or to other tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+DK = [sys.executable, "-m", "mirror"]
+
+
+@cache
+def _mount_problem() -> str | None:
+    if shutil.which("unshare") is None:
+        return "no unshare(1) on this machine"
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs none /mnt && mount -o remount,ro /mnt"],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0:
+        return f"cannot mount in a private namespace here: {probe.stderr.strip()}"
+    return None
+
+
+def require_mounts() -> None:
+    """Skip the test, saying why, where private mounts are not permitted (not root, no caps)."""
+    problem = _mount_problem()
+    if problem:
+        pytest.skip(problem)
+
+
+def read_only(path: Path) -> str:
+    """Shell setup that makes `path` (a folder or a file) read-only for the child only."""
+    quoted = shlex.quote(str(path))
+    return f"mount --bind {quoted} {quoted} && mount -o remount,ro,bind {quoted}"
+
+
+def full_disk(folder: Path, store: Path, size_kib: int = 2048) -> str:
+    """Shell setup: a `size_kib` tmpfs on `folder` holding a copy of `store`, then filled up."""
+    target = shlex.quote(str(folder))
+    return (
+        f"mount -t tmpfs -o size={size_kib}k none {target} "
+        f"&& cp {shlex.quote(str(store))} {target}/ "
+        f"&& {{ dd if=/dev/zero of={target}/filler bs=4k 2>/dev/null; true; }}"
+    )
+
+
+def run(
+    args: Sequence[str],
+    *,
+    setup: str = "",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+    command: Sequence[str] = DK,
+) -> subprocess.CompletedProcess[str]:
+    """`dk-mirror ARGS` in a subprocess, after `setup` ran in its own mount namespace."""
+    argv = [*command, *args]
+    if setup:
+        argv = ["unshare", "-m", "sh", "-c", f'{setup} && exec "$@"', "sh", *argv]
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        env=dict(env) if env is not None else None,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def run_many(
+    commands: Sequence[Sequence[str]],
+    *,
+    setup: str = "",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> list[tuple[int, str, str]]:
+    """(exit code, stdout, stderr) of each command line, all run in one subprocess."""
+    from .cli_batch import BEGIN, END
+
+    # The batch runner lives in this repository's tests package: put its root on the path.
+    root = str(Path(__file__).resolve().parents[1])
+    given = dict(os.environ if env is None else env)
+    given["PYTHONPATH"] = os.pathsep.join(filter(None, [root, given.get("PYTHONPATH")]))
+    done = run(
+        [json.dumps([list(c) for c in commands])],
+        setup=setup,
+        env=given,
+        timeout=timeout,
+        command=[sys.executable, "-m", "tests.cli_batch"],
+    )
+    assert done.returncode == 0, done.stderr
+
+    def framed(text: str) -> list[tuple[int, str]]:
+        parts = []
+        for chunk in text.split(BEGIN)[1:]:
+            body, _, tail = chunk.partition(END)
+            parts.append((int(tail.split()[1]), body.split("\n", 1)[1]))
+        return parts
+
+    outs, errs = framed(done.stdout), framed(done.stderr)
+    assert len(outs) == len(errs) == len(commands), done.stderr
+    return [(code, out, err) for (code, out), (_, err) in zip(outs, errs, strict=True)]

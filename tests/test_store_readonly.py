@@ -1,0 +1,213 @@
+"""Read-only stores: a read-only file, folder or mount is read; writes say the store is read-only.
+
+Real SQLite files, real `dk-mirror` subprocesses, real read-only mounts (tests/sandbox.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mirror.config import Settings
+from mirror.errors import SchemaError, StoreError
+from mirror.records import read_sample
+from mirror.service import Mirror
+from mirror.store import engine as engines
+from mirror.store.migrate import upgrade
+from mirror.store.schema import SCHEMA_REVISION
+from mirror.store.store import Store
+
+from . import sandbox
+
+NAME = read_sample()[0].name
+
+
+def _make_store(path: Path) -> Path:
+    """A store holding the shipped sample, closed cleanly (no -wal or -shm left)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with Mirror(Settings(db_url=f"sqlite:///{path}")) as mirror:
+        mirror.import_sample()
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    return path
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "DK_MIRROR_HOME": str(tmp_path / "home")}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """The sample store, alone in its folder."""
+    return _make_store(tmp_path / "ro" / "store.sqlite3")
+
+
+def test_reading_commands_work_in_a_read_only_folder(store: Path, tmp_path: Path) -> None:
+    sandbox.require_mounts()
+    setup = sandbox.read_only(store.parent)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = _env(tmp_path)
+    db = ["--db", str(store)]
+    status = sandbox.run(["status", "--json", *db], setup=setup, env=env)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["documents"] == len(read_sample())
+    got = sandbox.run(["get", "--offline", *db, NAME], setup=setup, env=env)
+    assert got.returncode == 0 and got.stdout.startswith("# "), got.stderr
+    for args in (
+        ["ls", "--limit", "3"],
+        ["search", "--offline", "manifest"],
+        ["answer", "--offline", "what is a service worker"],
+        ["db", "status"],
+        ["snapshot", "export", str(out / "docs.snap")],
+        ["export-md", str(out / "md")],
+    ):
+        result = sandbox.run([*args, *db], setup=setup, env=env)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    doctor = sandbox.run(["doctor", "--offline", *db], setup=setup, env=env)
+    assert doctor.returncode == 0 and "warn" not in doctor.stdout, doctor.stdout
+    assert "opened immutable" in doctor.stdout
+    assert (out / "docs.snap").is_file() and (out / "md" / "index.md").is_file()
+    # Nothing was created beside the store: no -wal, no -shm, no journal.
+    assert sorted(p.name for p in store.parent.iterdir()) == [store.name]
+
+
+def test_writing_commands_say_the_store_is_read_only(store: Path, tmp_path: Path) -> None:
+    sandbox.require_mounts()
+    env = _env(tmp_path)
+    for setup in (sandbox.read_only(store.parent), sandbox.read_only(store)):
+        for args in (["import", "--sample"], ["fetch", NAME], ["get", NAME], ["db", "upgrade"]):
+            result = sandbox.run([*args, "--db", str(store)], setup=setup, env=env)
+            assert result.returncode == 1, (args, result.stderr)
+            lines = result.stderr.splitlines()
+            assert lines[0] == f"error: the store is read-only: {store}", result.stderr
+            assert lines[1].startswith("  hint: ") and "--db" in lines[1]
+
+
+def test_read_only_file_in_a_writable_folder_is_read(store: Path, tmp_path: Path) -> None:
+    sandbox.require_mounts()
+    result = sandbox.run(
+        ["get", "--offline", "--db", str(store), NAME],
+        setup=sandbox.read_only(store),
+        env=_env(tmp_path),
+    )
+    assert result.returncode == 0 and result.stdout.startswith("# "), result.stderr
+
+
+def _leave_wal(store: Path, target: Path, *, with_shm: bool) -> None:
+    """Copy `store` to `target` as a writer that never checkpointed would leave it."""
+    target.parent.mkdir(parents=True)
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("UPDATE documents SET title = 'changed in the wal' WHERE name = ?", (NAME,))
+    conn.commit()
+    # Copied while the writer is still open: its committed change lives only in the -wal.
+    for suffix in ("", "-wal", *(["-shm"] if with_shm else [])):
+        shutil.copy(f"{store}{suffix}", f"{target}{suffix}")
+    conn.close()
+    assert Path(f"{target}-wal").stat().st_size > 0
+
+
+def test_a_wal_left_behind_is_read_not_ignored(store: Path, tmp_path: Path) -> None:
+    sandbox.require_mounts()
+    target = tmp_path / "left" / "store.sqlite3"
+    _leave_wal(store, target, with_shm=True)
+    result = sandbox.run(
+        ["ls", "--json", "--prefix", NAME, "--limit", "1", "--db", str(target)],
+        setup=sandbox.read_only(target.parent),
+        env=_env(tmp_path),
+    )
+    # immutable=1 would read the main file alone and show the old title.
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["title"] == "changed in the wal"
+
+
+def test_a_wal_left_without_its_shm_is_a_clear_error(store: Path, tmp_path: Path) -> None:
+    sandbox.require_mounts()
+    target = tmp_path / "left" / "store.sqlite3"
+    _leave_wal(store, target, with_shm=False)
+    result = sandbox.run(
+        ["status", "--db", str(target)],
+        setup=sandbox.read_only(target.parent),
+        env=_env(tmp_path),
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"left changes in {target}-wal" in result.stderr and "hint:" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["status"],
+        ["get", "--offline", NAME],
+        ["ls"],
+        ["search", "--offline", "x"],
+        ["doctor"],
+        ["db", "status"],
+        ["snapshot", "export", "OUT/docs.snap"],
+        ["export-md", "OUT/md"],
+    ],
+)
+def test_reading_a_mistyped_path_creates_nothing(args: list[str], tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "store.sqlite3"
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [a.replace("OUT", str(out)) for a in args]
+    result = sandbox.run([*args, "--db", str(missing)], env=_env(tmp_path))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    # doctor reports it in its table (stdout); the others as an error (stderr).
+    assert f"no store at {missing}" in result.stderr + result.stdout
+    assert not missing.parent.exists() and not (tmp_path / "home").exists()
+
+
+def test_read_only_open_never_sets_the_journal_mode(store: Path) -> None:
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()
+    opened = Store.open(f"sqlite:///{store}", readonly=True)
+    try:
+        assert opened.stats().documents == len(read_sample())
+        assert opened.journal_mode() == "delete"
+        with pytest.raises(StoreError, match="read-only"):
+            opened.put(read_sample()[:1], fetched_at=0.0, upstream="t")
+    finally:
+        opened.close()
+    # Byte 18 of the header is 1 for a rollback journal, 2 for WAL: still 1.
+    assert store.read_bytes()[18] == 1
+
+
+def test_old_schema_is_upgraded_where_writable_and_refused_where_read_only(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old" / "store.sqlite3"
+    path.parent.mkdir()
+    url = f"sqlite:///{path}"
+    engine = engines.create(url)
+    upgrade(engine, "0001")
+    engine.dispose()
+    assert os.listdir(path.parent) == [path.name]  # as a writer closing cleanly leaves it
+    sandbox.require_mounts()
+    refused = sandbox.run(
+        ["status", "--db", str(path)], setup=sandbox.read_only(path.parent), env=_env(tmp_path)
+    )
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "'0001'" in refused.stderr and "read-only" in refused.stderr
+    assert "dk-mirror db upgrade" in refused.stderr
+    # Writable: a reading command upgrades it, as opening a store always has.
+    opened = Store.open(url, readonly=True)
+    try:
+        assert opened.revision() == SCHEMA_REVISION
+    finally:
+        opened.close()
+    # upgrade=False (doctor) reports the revision instead of changing it.
+    engine = engines.create(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0001'")
+    engine.dispose()
+    with pytest.raises(SchemaError, match="'0001'"):
+        Store.open(url, readonly=True, upgrade=False)
