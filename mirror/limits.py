@@ -35,7 +35,10 @@ def check_query(query: str | None, *, what: str = "query") -> str:
     """The query stripped; empty or over 500 characters is refused as upstream refuses it."""
     text = (query or "").strip()
     if not text:
-        raise InvalidInput(f"the {what} is empty", hint="give a few words")
+        raise InvalidInput(
+            f"the {what} is empty; the API refuses an empty one (INVALID_ARGUMENT)",
+            hint="give a few words",
+        )
     if len(text) > MAX_TEXT:
         raise InvalidInput(
             f"the query is {len(text)} characters; the API refuses more than {MAX_TEXT} "

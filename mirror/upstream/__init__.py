@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from ..limits import MAX_NAMES
 from ..models import Answer, Document, SearchPage, View
 
 if TYPE_CHECKING:
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
     from ..config import Settings
     from .retry import RetryPolicy
 
-# BatchGetDocuments accepts at most this many names per call.
-MAX_BATCH = 20
+# BatchGetDocuments accepts at most this many names per call (limits.py holds the API's limits).
+MAX_BATCH = MAX_NAMES
 
 
 class Upstream(Protocol):

@@ -8,21 +8,16 @@ from typing import TypeVar
 
 import httpx
 
+from .. import limits
 from ..config import DEFAULT_SEARCH_PER_MINUTE, ENV_API_KEY
-from ..errors import AuthError, InvalidInput, ProtocolError
+from ..errors import AuthError, ProtocolError
 from ..models import Document
-from . import MAX_BATCH
 from .pacing import Pacer
 from .retry import GET_QUOTA, Quota, RetryPolicy, call_with_retry
 
 log = logging.getLogger("mirror.upstream")
 
 T = TypeVar("T")
-
-# Longest query or filter upstream accepts (characters); longer ones are INVALID_ARGUMENT.
-MAX_TEXT = 500
-# Largest SearchDocumentChunks page; upstream coerces larger requests to it.
-MAX_PAGE_SIZE = 100
 
 # Connecting should be quick; a large batch of documents may take a while to arrive.
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
@@ -133,55 +128,25 @@ def check_order(wanted: Sequence[str], docs: list[Document], what: str) -> list[
 def batch_of(names: Sequence[str]) -> list[str]:
     """`names` as a list, refusing more than one call may carry (the API would say 400)."""
     wanted = list(names)
-    if len(wanted) > MAX_BATCH:
-        raise InvalidInput(
-            f"at most {MAX_BATCH} documents can be fetched in one call, got {len(wanted)}",
-            hint="use mirror.upstream.batching.iter_fetch to split any number of names",
-        )
+    if wanted:
+        limits.check_names(wanted)
     return wanted
 
 
 def check_query(query: str) -> str:
     """`query` if upstream would take it; InvalidInput (before any request) if it would not."""
-    if not query.strip():
-        raise InvalidInput(
-            "the query is empty, and upstream refuses an empty query (INVALID_ARGUMENT)",
-            hint="give a few words to search for",
-        )
-    if len(query) > MAX_TEXT:
-        raise InvalidInput(
-            f"the query is {len(query)} characters; upstream refuses more than {MAX_TEXT} "
-            "(INVALID_ARGUMENT)",
-            hint=f"shorten the query to at most {MAX_TEXT} characters: a few keywords work best",
-        )
-    return query
+    limits.check_query(query)
+    return query  # sent as given: the check only refuses what upstream would
 
 
 def check_filter(filter: str | None) -> str | None:
     """`filter` if present and not too long (upstream: INVALID_ARGUMENT); None if empty."""
-    # proto3 does not tell an empty string from an absent one: both mean "no filter".
-    if not filter:
-        return None
-    if len(filter) > MAX_TEXT:
-        raise InvalidInput(
-            f"the filter is {len(filter)} characters; upstream refuses more than {MAX_TEXT} "
-            "(INVALID_ARGUMENT)",
-            hint="shorten the filter, e.g. by dropping clauses and narrowing the results locally",
-        )
-    return filter
+    return limits.check_filter_length(filter)
 
 
 def page_size_of(page_size: int | None) -> int | None:
-    """The pageSize to send: None if not given, larger values cut to 100 as upstream does."""
-    if page_size is None:
-        return None
-    if page_size < 1:
-        raise InvalidInput(
-            f"page size {page_size} is not allowed",
-            hint=f"give a page size from 1 to {MAX_PAGE_SIZE}",
-        )
-    # Upstream coerces larger values to the maximum; doing it here keeps the URL honest.
-    return min(page_size, MAX_PAGE_SIZE)
+    """The pageSize to send: None if not given (upstream's default), else limits.page_size."""
+    return None if page_size is None else limits.page_size(page_size)
 
 
 def quoted(query: str, limit: int = 60) -> str:
