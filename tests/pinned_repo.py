@@ -17,7 +17,7 @@ PREFIX = "documents/www.tensorflow.org/hub/common_signatures/"
 UNDER_PREFIX = (f"{PREFIX}images", f"{PREFIX}text")
 # In the sample, not required: a test asking for it must not get it from the lock.
 NOT_LOCKED = "documents/www.tensorflow.org/hub/caching"
-REQUIREMENTS = f"""[docs]
+REQUIREMENTS = """[docs]
 names = ["developer.chrome.com/docs/extensions/mv3/a11y", "https://developer.chrome.com/docs/extensions/mv3/intro"]
 prefixes = ["www.tensorflow.org/hub/common_signatures/"]
 """
