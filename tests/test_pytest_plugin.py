@@ -54,7 +54,8 @@ def test_a_subprocess_reads_the_locked_store():
 
 
 def test_goes_online():
-    Mirror(Settings.resolve()).fetch(["{NOT_LOCKED}"])
+    with Mirror(Settings.resolve()) as mirror:  # closed: runs in-process, sockets and all
+        mirror.fetch(["{NOT_LOCKED}"])
 '''
 
 
