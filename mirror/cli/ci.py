@@ -179,12 +179,23 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
 
 @click.command()
 @click.option("--requirements", type=ExistingFile, default="dk-mirror.toml", show_default=True)
-@click.option("--output", type=PathArg, default="dk-mirror.lock", show_default=True)
+@click.option(
+    "--output", type=PathArg, default="dk-mirror.lock", show_default=True,
+    help="The lock file to write (with --check: to check).",
+)  # fmt: skip
+@click.option(
+    "--check", is_flag=True,
+    help="Write nothing; exit 1 naming each difference if the lock no longer matches the "
+    "requirements (no store, no network).",
+)  # fmt: skip
 @json_option
 @global_options
 @click.pass_context
-def lock(ctx: click.Context, requirements: Path, output: Path, as_json: bool) -> None:
+def lock(ctx: click.Context, requirements: Path, output: Path, check: bool, as_json: bool) -> None:
     """Resolve the docs a project needs (names, prefixes, searches) into a lock file to commit."""
+    if check:
+        _check_lock(ctx, requirements, output, as_json)
+        return
     entries = open_mirror(ctx).lock(requirements, output)
     if as_json:
         click.echo(
@@ -192,6 +203,23 @@ def lock(ctx: click.Context, requirements: Path, output: Path, as_json: bool) ->
         )
     else:
         click.echo(f"locked {len(entries)} documents in {output}", err=True)
+
+
+def _check_lock(ctx: click.Context, requirements: Path, lock_file: Path, as_json: bool) -> None:
+    drift = Mirror.check_lock(requirements, lock_file)
+    if as_json:
+        click.echo(render.to_json(drift.to_json()))
+    for line in drift.lines():
+        click.echo(line, err=True)
+    if not drift.recorded:
+        click.echo(f"note: {lock_file} predates recorded requirements, so only missing names and "
+                   "prefixes were checked; run `dk-mirror lock` to record them", err=True)  # fmt: skip
+    if not drift.ok:
+        click.echo(f"error: {lock_file} does not match {requirements}: run `dk-mirror lock` "
+                   f"and commit {lock_file}", err=True)  # fmt: skip
+        ctx.exit(1)
+    if not as_json:
+        click.echo(f"{lock_file} matches {requirements}", err=True)
 
 
 @click.command()

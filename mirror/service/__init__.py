@@ -33,6 +33,7 @@ from .documents import (
 if TYPE_CHECKING:
     from ..snapshots.diff import Diff
     from ..snapshots.format import Manifest, Snapshot
+    from ..snapshots.lockcheck import LockDrift
     from ..snapshots.lockfile import LockEntry
     from ..snapshots.read import VerifyReport
     from ..store.migrate import SchemaStatus
@@ -280,6 +281,13 @@ class Mirror:
         from . import ci
 
         return ci.lock(self._ctx(), requirements, output)
+
+    @staticmethod
+    def check_lock(requirements: Path, lock_path: Path) -> LockDrift:
+        """How a lock differs from its requirements file (no store, no network)."""
+        from . import ci
+
+        return ci.check_lock(requirements, lock_path)
 
     def sync_locked(self, lock_path: Path, *, source: Path | None = None) -> SyncReport:
         """Make the store hold exactly the locked bytes."""

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
 from ..files import write_atomic
@@ -22,6 +22,9 @@ from ..snapshots.read import read as read_snapshot
 from ..timestamps import instant_key
 from . import documents, search
 from .context import Context
+
+if TYPE_CHECKING:
+    from ..snapshots.lockcheck import LockDrift
 
 
 @dataclass(slots=True)
@@ -237,8 +240,16 @@ def lock(ctx: Context, requirements: Path, output: Path | None) -> list[lockfile
         )
     entries = sorted(lockfile.LockEntry.from_document(cached[n].document) for n in names)
     if output is not None:
-        write_atomic(output, lockfile.write_lock(entries))
+        # The lock records what it was made from, so `lock --check` needs no network.
+        write_atomic(output, lockfile.write_lock(entries, made_from=needs))
     return entries
+
+
+def check_lock(requirements: Path, lock_path: Path) -> LockDrift:
+    """How a lock differs from its requirements file (no store, no network)."""
+    from ..snapshots.lockcheck import compare
+
+    return compare(lockfile.read_requirements(requirements), lockfile.read_lock_path(lock_path))
 
 
 @dataclass(slots=True)

@@ -6,13 +6,17 @@
     prefixes = ["developer.chrome.com/docs/extensions/"]
     searches = [{query = "service worker lifecycle", limit = 5, filter = "..."}]
 
-The lock is plain text meant to be committed and reviewed: a header line, then one line per
-document, sorted by name: `<name> sha256:<hex of the content's UTF-8> <updateTime or ->`.
+The lock is plain text meant to be committed and reviewed: a header line, then what it was
+made from (one `# requires name|prefix|search ...` comment line per requirement, sorted), then
+one line per document, sorted by name: `<name> sha256:<hex of the content's UTF-8> <updateTime or ->`.
+The requirement lines are comments, so a dk-mirror that predates them reads the lock unchanged;
+a lock without them (made by such a dk-mirror) still reads, with `made_from` None.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import tomllib
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import names as naming
+from ..canonical import canonical_json
 from ..errors import InvalidInput, MirrorError
 from ..limits import MAX_PAGE_SIZE, MAX_TEXT
 from ..models import Document, content_sha256
@@ -37,6 +42,8 @@ MAX_QUERY = MAX_TEXT
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 _VERSION = re.compile(r"^# dk-mirror lock v(\d+)\b")
 _DOCS_KEYS = ("names", "prefixes", "searches")
+# What a lock records of the requirements it was made from: `# requires <kind> <value>`.
+REQUIRES = "# requires "
 _SEARCH_KEYS = ("query", "limit", "filter")
 
 
@@ -199,9 +206,27 @@ def _token_ok(value: str) -> bool:
     return bool(value) and value == "".join(value.split()) and value.isprintable()
 
 
-def write_lock(entries: Iterable[LockEntry]) -> str:
-    """The lock file text for `entries`: the header, then one line per document, sorted."""
-    lines = [HEADER]
+def search_key(spec: SearchSpec) -> str:
+    """A search requirement as one canonical JSON line (how a lock records and compares it)."""
+    fields: dict[str, object] = {"query": spec.query, "limit": spec.limit}
+    if spec.filter is not None:
+        fields["filter"] = spec.filter
+    return canonical_json(fields)
+
+
+def requirement_lines(needs: Requirements) -> list[str]:
+    """The `# requires ...` lines recording `needs`, sorted so reordering the toml changes nothing."""
+    return (
+        [f"{REQUIRES}name {n}" for n in sorted(needs.names)]
+        + [f"{REQUIRES}prefix {p}" for p in sorted(needs.prefixes)]
+        + [f"{REQUIRES}search {k}" for k in sorted(search_key(s) for s in needs.searches)]
+    )
+
+
+def write_lock(entries: Iterable[LockEntry], made_from: Requirements | None = None) -> str:
+    """The lock file text: the header, the requirements it was `made_from` (when given), then
+    one line per document, sorted."""
+    lines = [HEADER, *(requirement_lines(made_from) if made_from is not None else [])]
     last: str | None = None
     for e in sorted(entries):
         if e.name == last:
@@ -217,9 +242,36 @@ def write_lock(entries: Iterable[LockEntry]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_lock(text: str, *, source: str = LOCK_FILE) -> list[LockEntry]:
-    """Parse a lock file's text into entries sorted by name; LockError names the line at fault."""
+@dataclass(frozen=True, slots=True)
+class Lock:
+    """A parsed lock: its entries, sorted, and the requirements it was made from (None when
+    the lock predates recording them)."""
+
+    entries: list[LockEntry]
+    made_from: Requirements | None
+
+
+def _requirement(source: str, number: int, line: str, into: dict[str, list[Any]]) -> None:
+    kind, _, value = line[len(REQUIRES) :].partition(" ")
+    if kind not in ("name", "prefix", "search") or not value:
+        raise LockError(source, number, f"expected `{REQUIRES}name|prefix|search <value>`")
+    if kind == "search":
+        try:
+            # The recorded form is the toml's own search table, so it is validated the same way.
+            spec = _search(source, "search", json.loads(value))
+        except (ValueError, RequirementsError) as exc:
+            raise LockError(source, number, f"a recorded search is not valid: {exc}") from None
+        into["searches"].append(spec)
+    elif not value.startswith(naming.PREFIX) or not _token_ok(value):
+        raise LockError(source, number, f"{value[:120]!r} is not a document name or prefix")
+    else:
+        into["names" if kind == "name" else "prefixes"].append(value)
+
+
+def parse_lock(text: str, *, source: str = LOCK_FILE) -> Lock:
+    """Parse a lock file's text; LockError names the line at fault."""
     entries: dict[str, LockEntry] = {}
+    recorded: dict[str, list[Any]] = {"names": [], "prefixes": [], "searches": []}
     header_seen = False
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.rstrip("\r")  # a Windows checkout may add CRs
@@ -235,6 +287,9 @@ def read_lock(text: str, *, source: str = LOCK_FILE) -> list[LockEntry]:
                     hint="upgrade dk-mirror to read it",
                 )
             header_seen = True
+            continue
+        if line.startswith(REQUIRES):
+            _requirement(source, number, line, recorded)
             continue
         if not line.strip() or line.startswith("#"):
             continue
@@ -255,16 +310,36 @@ def read_lock(text: str, *, source: str = LOCK_FILE) -> list[LockEntry]:
         entries[name] = LockEntry(name, digest, None if update == "-" else update)
     if not header_seen:
         raise LockError(source, 0, "is empty: expected the header line and one line per document")
-    return sorted(entries.values())
+    made_from = None
+    if any(recorded.values()):
+        made_from = Requirements(
+            tuple(dict.fromkeys(recorded["names"])),
+            tuple(dict.fromkeys(recorded["prefixes"])),
+            tuple(dict.fromkeys(recorded["searches"])),
+        )
+    return Lock(sorted(entries.values()), made_from)
+
+
+def read_lock(text: str, *, source: str = LOCK_FILE) -> list[LockEntry]:
+    """Parse a lock file's text into entries sorted by name; LockError names the line at fault."""
+    return parse_lock(text, source=source).entries
+
+
+def _lock_text(path: str | os.PathLike[str]) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LockError(str(path), 0, f"cannot be read: {exc}") from None
+
+
+def read_lock_path(path: str | os.PathLike[str]) -> Lock:
+    """Read and parse a `dk-mirror.lock` file, with the requirements it records."""
+    return parse_lock(_lock_text(path), source=str(path))
 
 
 def read_lock_file(path: str | os.PathLike[str]) -> list[LockEntry]:
     """Read and parse a `dk-mirror.lock` file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LockError(str(path), 0, f"cannot be read: {exc}") from None
-    return read_lock(text, source=str(path))
+    return read_lock(_lock_text(path), source=str(path))
 
 
 @dataclass(frozen=True, slots=True)
