@@ -66,8 +66,10 @@ def run(
     env: Mapping[str, str] | None = None,
     timeout: float = 60,
     command: Sequence[str] = DK,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """`dk-mirror ARGS` in a subprocess, after `setup` ran in its own mount namespace."""
+    """`dk-mirror ARGS` in a subprocess, after `setup` ran in its own mount namespace
+    (`input`: written to its stdin, which is then closed; else stdin is empty)."""
     argv = [*command, *args]
     if setup:
         argv = ["unshare", "-m", "sh", "-c", f'{setup} && exec "$@"', "sh", *argv]
@@ -77,7 +79,7 @@ def run(
         text=True,
         env=dict(env) if env is not None else None,
         timeout=timeout,
-        stdin=subprocess.DEVNULL,
+        **({"stdin": subprocess.DEVNULL} if input is None else {"input": input}),
     )
 
 

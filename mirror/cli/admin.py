@@ -198,6 +198,8 @@ def _key_row(mirror: Mirror) -> tuple[str, str, str]:
     settings = mirror.settings
     if settings.api_key:
         return ("ok", "api key", f"{ENV_API_KEY} is set")
+    if settings.offline:
+        return ("ok", "api key", f"{ENV_API_KEY} is not set (offline mode: not needed)")
     if settings.is_google:
         return (
             "warn",

@@ -97,7 +97,11 @@ def document_limit(ctx: click.Context) -> int:
 
 
 def open_mirror(
-    ctx: click.Context, *, upgrade: bool = True, readonly: bool | None = False
+    ctx: click.Context,
+    *,
+    upgrade: bool = True,
+    readonly: bool | None = False,
+    read_only_ok: bool = False,
 ) -> Mirror:
     """A Mirror for the settings given by options and environment.
 
@@ -105,7 +109,8 @@ def open_mirror(
     `readonly`: the command only reads the store, so it opens it read-only (a read-only file,
     folder or mount works), a missing store is an error rather than a new empty one, and an
     existing SQLite store is read without loading SQLAlchemy. None: read-only exactly when
-    offline (a command that writes only what it fetches).
+    offline (a command that writes only what it fetches). `read_only_ok`: a store that
+    exists but cannot be written is opened read-only (`serve` without --allow-fetch).
     """
     # Imported here (as in the functions below): --help and usage errors then never load
     # the settings, the service and its models.
@@ -125,7 +130,11 @@ def open_mirror(
     # Offline, a command cannot fetch, so it (nearly always) only reads: a local import
     # still writes, through the full Store the Reader opens for it.
     mirror = Mirror(
-        settings, upgrade=upgrade, readonly=only_reads, reader=only_reads or settings.offline
+        settings,
+        upgrade=upgrade,
+        readonly=only_reads,
+        reader=only_reads or settings.offline,
+        read_only_ok=read_only_ok,
     )
     ctx.call_on_close(mirror.close)
     return mirror

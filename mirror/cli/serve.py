@@ -79,7 +79,9 @@ def serve(
     """
     # Nothing but JSON-RPC may reach stdout in stdio mode, not even from opening the store.
     with _stdout_to_stderr(stdio):
-        mirror = open_mirror(ctx)
+        # A server that does not fetch only reads: it serves a read-only store (a CI cache
+        # volume, a shared mount) as it is; a new store is still created and migrated.
+        mirror = open_mirror(ctx, read_only_ok=not allow_fetch)
         if mirror.settings.offline:
             if allow_fetch or mode == "live":
                 raise ConfigError(

@@ -70,8 +70,12 @@ class Mirror:
         upgrade: bool = True,
         reader: bool = False,
         readonly: bool = False,
+        read_only_ok: bool = False,
     ) -> None:
         self.settings = settings
+        # `read_only_ok`: the caller never writes (a server that does not fetch): a store that
+        # exists but cannot be written is then opened read-only rather than refused.
+        self._read_only_ok = read_only_ok
         # `readonly`: the command only reads: the store must exist and is opened read-only
         # (a read-only file, folder or mount works), never created or written.
         self.readonly = readonly
@@ -119,9 +123,12 @@ class Mirror:
         return Reader.open(self.settings.db_url, upgrade=self._upgrade, readonly=self.readonly)
 
     def _open_store(self) -> Store:
+        from ..store.engine import exists_read_only
         from ..store.store import Store
 
-        return Store.open(self.settings.db_url, upgrade=self._upgrade, readonly=self.readonly)
+        url = self.settings.db_url
+        readonly = self.readonly or (self._read_only_ok and exists_read_only(url))
+        return Store.open(url, upgrade=self._upgrade, readonly=readonly)
 
     def _open_upstream(self) -> Upstream:
         """The upstream client, created on first use; refused in offline mode."""

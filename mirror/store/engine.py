@@ -173,6 +173,17 @@ def writable(url: str) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
+def exists_read_only(url: str) -> bool:
+    """Whether `url` names an existing SQLite store that cannot be written (a read-only file,
+    folder or mount): a reading server then opens it read-only instead of refusing."""
+    parsed = _parse(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return False
+    path = Path(unquote(database.removeprefix("file:")))
+    return path.is_file() and not writable(url)
+
+
 def _parse(url: str | URL) -> URL:
     try:
         return make_url(url)

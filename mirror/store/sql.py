@@ -87,8 +87,11 @@ STATS_TOTALS = (
     "SELECT count(*), count(content), coalesce(sum(content_length_bytes), 0), "
     "min(fetched_at), max(fetched_at) FROM documents"
 )
+# Per source, documents with content only: metadata-only rows (names known from search
+# results) are counted apart, in the totals (documents - with_content), never as documents.
 STATS_BY_SOURCE = (
-    "SELECT data_source, count(*) FROM documents GROUP BY data_source ORDER BY data_source"
+    "SELECT data_source, count(content) FROM documents GROUP BY data_source "
+    "HAVING count(content) > 0 ORDER BY data_source"
 )
 
 
