@@ -45,6 +45,13 @@ def _stored(db: str) -> int:
         return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
 
 
+def _interruptible() -> None:
+    # A test run started in the background (a CI runner, `cmd &`) inherits SIGINT ignored,
+    # and Python then never turns Ctrl-C into KeyboardInterrupt: give the child the default
+    # a user's terminal gives it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _dk_mirror(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "mirror", *args],
@@ -52,6 +59,7 @@ def _dk_mirror(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_interruptible,
     )
 
 
