@@ -103,7 +103,7 @@ def main() -> None:
 
             url, _ = fresh(tmp, f"ours{i}")
             with Mirror(Settings(db_url=url, offline=True)) as mirror:
-                mirror.store  # noqa: B018 (open before timing, like the baselines' connect)
+                mirror.stats()  # open (and migrate) before timing, like the baselines' connect
                 start = time.perf_counter()
                 assert mirror.import_file(corpus).imported == count
                 ours_t.append(time.perf_counter() - start)
