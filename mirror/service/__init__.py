@@ -18,17 +18,17 @@ from ..config import Settings
 from ..errors import ConfigError, NetworkForbidden
 from ..models import Health, Stats, Summary
 from ..policy import Mode
-from . import documents
+from . import documents, imports
 from .context import Context
 from .documents import (
     FetchInterrupted,
     FetchReport,
     GetResult,
-    ImportFileReport,
     Progress,
     Served,
     prefix_form,
 )
+from .imports import ImportFileReport
 
 if TYPE_CHECKING:
     from ..snapshots.diff import Diff
@@ -196,11 +196,11 @@ class Mirror:
     def import_file(self, path: Path, *, overwrite: bool = False) -> ImportFileReport:
         """Import Document records from a JSONL(.gz) file, all or nothing (a newer stored copy
         is kept, and reported as skipped, unless `overwrite`)."""
-        return documents.import_file(self._ctx(), path, overwrite=overwrite)
+        return imports.import_file(self._ctx(), path, overwrite=overwrite)
 
     def import_sample(self, *, overwrite: bool = False) -> ImportFileReport:
         """Import the sample documents shipped with dk-mirror (newer stored copies kept)."""
-        return documents.import_sample(self._ctx(), overwrite=overwrite)
+        return imports.import_sample(self._ctx(), overwrite=overwrite)
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import limits
 from .. import names as naming
 from ..errors import AuthError, NotCached, NotFound, PermissionDenied, UpstreamError
 from ..models import CachedDocument, Document, Source, Summary, rfc3339
-from ..policy import Action, Mode, OnFailure, keeps_stored, on_failure, plan
+from ..policy import Action, Mode, OnFailure, on_failure, plan
 from .context import Context
 
 if TYPE_CHECKING:
@@ -20,8 +19,6 @@ if TYPE_CHECKING:
 # Suggestions rank at most this many names per listing prefix: a miss must stay cheap.
 SUGGEST_POOL = 2000
 
-# Names looked up per query when an import compares with the store (SQLite caps parameters).
-IMPORT_LOOKUP = 500
 
 Progress = Callable[[int, int], None]
 
@@ -291,76 +288,6 @@ class _FetchRun:
             in_a_row = 0
             self.save(outcome)
         return failed
-
-
-@dataclass(slots=True)
-class ImportFileReport:
-    """What an `import` wrote, which records it left out because the store's copy is newer,
-    and how many records repeated a name (the last copy won)."""
-
-    imported: int = 0
-    skipped: list[str] = field(default_factory=list)
-    duplicates: int = 0
-    store: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """As `import --json` prints it."""
-        return {
-            "imported": self.imported,
-            "skipped": self.skipped,
-            "duplicates": self.duplicates,
-            "store": self.store,
-        }
-
-
-def import_file(ctx: Context, path: Path, *, overwrite: bool = False) -> ImportFileReport:
-    """Import Document records from a JSONL(.gz) file, streamed, all or nothing; a newer
-    stored copy is kept unless `overwrite`."""
-    from ..records import iter_documents
-
-    docs = iter_documents(path, max_document_bytes=ctx.settings.max_document_bytes)
-    return _import(ctx, docs, f"import {path.name}", overwrite)
-
-
-def import_sample(ctx: Context, *, overwrite: bool = False) -> ImportFileReport:
-    """Import the sample documents shipped with dk-mirror (keeping newer stored copies)."""
-    from ..records import iter_sample
-
-    return _import(ctx, iter_sample(), "sample", overwrite)
-
-
-def _import(
-    ctx: Context, docs: Iterable[Document], upstream: str, overwrite: bool
-) -> ImportFileReport:
-    skipped: list[str] = []
-    if not overwrite:
-        docs = _keeping_newer(ctx, docs, skipped)
-    written = ctx.store.put_stream(docs, fetched_at=ctx.clock(), upstream=upstream)
-    return ImportFileReport(written.documents, skipped, written.duplicates, ctx.store.url)
-
-
-def _keeping_newer(
-    ctx: Context, docs: Iterable[Document], skipped: list[str]
-) -> Iterator[Document]:
-    """`docs` without those whose stored copy is newer (their names go to `skipped`), looked
-    up a batch at a time so the stream stays bounded."""
-    batch: list[Document] = []
-    for doc in docs:
-        batch.append(doc)
-        if len(batch) >= IMPORT_LOOKUP:
-            yield from _newer_dropped(ctx, batch, skipped)
-            batch = []
-    yield from _newer_dropped(ctx, batch, skipped)
-
-
-def _newer_dropped(ctx: Context, batch: list[Document], skipped: list[str]) -> Iterator[Document]:
-    # A fetched copy may be newer than the file (the shipped sample ages): keep it.
-    cached = ctx.store.get_many(list(dict.fromkeys(d.name for d in batch))) if batch else {}
-    for doc in batch:
-        if keeps_stored(cached.get(doc.name), doc.update_time):
-            skipped.append(doc.name)
-        else:
-            yield doc
 
 
 def prefix_form(prefix: str) -> str:
