@@ -1,4 +1,4 @@
-"""Reading Document records from JSON Lines files (plain or gzip), as in shared/corpus.
+"""Reading Document records from JSON Lines files (plain or gzip), as in tests/data/corpus.
 
 Streamed with bounded memory (mirror/lines.py): a record longer than the document limit is
 refused before it is parsed, naming its line and, when it can be found, its document.
@@ -40,12 +40,12 @@ def _parse(lines: Iterable[Line], where: str, limit: int) -> Iterator[Document]:
             except UnicodeDecodeError as exc:
                 raise InvalidInput(
                     f"{where} line {number}: not UTF-8 ({exc.reason} at byte {exc.start})",
-                    hint="each line must be one Document object in UTF-8, as in shared/corpus",
+                    hint="each line must be one Document object in UTF-8, as in tests/data/corpus",
                 ) from None
             except json.JSONDecodeError as exc:
                 raise InvalidInput(
                     f"{where} line {number}: not JSON ({exc.msg} at column {exc.colno})",
-                    hint="each line must be one Document object, as in shared/corpus",
+                    hint="each line must be one Document object, as in tests/data/corpus",
                 ) from None
             try:
                 doc = Document.from_api(data)

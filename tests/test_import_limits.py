@@ -18,7 +18,7 @@ from mirror.store.store import PUT_BATCH, Store
 
 
 def record(i: int, content: str | None = None, host: str = "example.com") -> str:
-    """One Document line, as in shared/corpus (content first, name near the end)."""
+    """One Document line, as in tests/data/corpus (content first, name near the end)."""
     name = f"documents/{host}/page/{i}"
     doc = {"content": content or f"# Page {i}\n\nAbout page {i}.\n", "name": name}
     return json.dumps({**doc, "title": f"Page {i}"}) + "\n"
