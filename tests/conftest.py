@@ -87,3 +87,42 @@ def stored(mirror: Mirror, names):  # type: ignore[no-untyped-def]
         return store.get_many(list(names))
     finally:
         store.close()
+
+
+def _invoker():  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from mirror.cli.main import cli
+
+    def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+        return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def cli_online(db_url, emulator, monkeypatch):  # type: ignore[no-untyped-def]
+    """Invoke the CLI against the emulator and the test's store."""
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)
+    monkeypatch.setenv("DK_MIRROR_UPSTREAM", emulator.base_url)
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", emulator.api_key)
+    return _invoker()
+
+
+@pytest.fixture
+def cli_offline(db_url, monkeypatch):  # type: ignore[no-untyped-def]
+    """Invoke the CLI offline against the test's store."""
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)
+    monkeypatch.setenv("DK_MIRROR_OFFLINE", "1")
+    return _invoker()
+
+
+def document_count(db_url: str) -> int:
+    """How many documents the store at `db_url` holds."""
+    from mirror.store.store import Store
+
+    store = Store.open(db_url)
+    try:
+        return store.stats().documents
+    finally:
+        store.close()

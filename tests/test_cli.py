@@ -7,9 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from mirror.cli.main import cli
 from mirror.store.schema import SCHEMA_REVISION
 
 TF = "documents/www.tensorflow.org/hub/caching"
@@ -17,16 +15,9 @@ TF2 = "documents/www.tensorflow.org/hub/installation"
 
 
 @pytest.fixture
-def run(db_url, emulator, monkeypatch):  # type: ignore[no-untyped-def]
-    """Invoke the CLI against the emulator and the test's store."""
-    monkeypatch.setenv("DK_MIRROR_DB", db_url)
-    monkeypatch.setenv("DK_MIRROR_UPSTREAM", emulator.base_url)
-    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", emulator.api_key)
-
-    def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
-        return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-
-    return invoke
+def run(cli_online):  # type: ignore[no-untyped-def]
+    """The CLI against the emulator and the test's store (tests/conftest.py)."""
+    return cli_online
 
 
 def test_get_prints_markdown_then_serves_from_cache(run, emulator):

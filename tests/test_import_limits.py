@@ -11,10 +11,9 @@ import zlib
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from mirror.cli.main import cli
-from mirror.store.store import PUT_BATCH, Store
+from mirror.store.store import PUT_BATCH
+from tests.conftest import document_count
 
 
 def record(i: int, content: str | None = None, host: str = "example.com") -> str:
@@ -25,23 +24,12 @@ def record(i: int, content: str | None = None, host: str = "example.com") -> str
 
 
 @pytest.fixture
-def run(db_url: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Invoke the CLI offline against the test's store."""
-    monkeypatch.setenv("DK_MIRROR_DB", db_url)
-    monkeypatch.setenv("DK_MIRROR_OFFLINE", "1")
-
-    def invoke(*args: str) -> Result:
-        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-    return invoke
+def run(cli_offline):  # type: ignore[no-untyped-def]
+    """The CLI offline against the test's store (tests/conftest.py)."""
+    return cli_offline
 
 
-def stored(db_url: str) -> int:
-    store = Store.open(db_url)
-    try:
-        return store.stats().documents
-    finally:
-        store.close()
+stored = document_count
 
 
 def test_a_document_over_the_limit_is_refused_naming_its_line_and_name(

@@ -8,13 +8,11 @@ import zlib
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from mirror.cli.main import cli
 from mirror.models import Document
 from mirror.snapshots import format as snapshot
 from mirror.snapshots.read import MAX_PROBLEMS, verify
-from mirror.store.store import Store
+from tests.conftest import document_count
 
 GOOD = "documents/example.com/good"
 # Every one passes the file's own hashes; each is refused by `get` and `import`.
@@ -39,22 +37,12 @@ def write(path: Path, names: list[str], **contents: str) -> Path:
 
 
 @pytest.fixture
-def run(db_url: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("DK_MIRROR_DB", db_url)
-    monkeypatch.setenv("DK_MIRROR_OFFLINE", "1")
-
-    def invoke(*args: str) -> Result:
-        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-    return invoke
+def run(cli_offline):  # type: ignore[no-untyped-def]
+    """The CLI offline against the test's store (tests/conftest.py)."""
+    return cli_offline
 
 
-def stored(db_url: str) -> int:
-    store = Store.open(db_url)
-    try:
-        return store.stats().documents
-    finally:
-        store.close()
+stored = document_count
 
 
 def test_verify_and_import_refuse_every_hostile_name_and_name_each(
