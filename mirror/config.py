@@ -29,6 +29,8 @@ ENV_ANSWERS_PER_DAY = "DK_MIRROR_ANSWERS_PER_DAY"
 ENV_SERVE_TOKEN = "DK_MIRROR_SERVE_TOKEN"
 # Largest document record (one JSON line) `import` and snapshot verify/import accept.
 ENV_MAX_DOCUMENT_BYTES = "DK_MIRROR_MAX_DOCUMENT_BYTES"
+# Versions of each document its history keeps (the current one included).
+ENV_KEEP_VERSIONS = "DK_MIRROR_KEEP_VERSIONS"
 
 # Every environment variable dk-mirror reads: the README documents exactly these, and the
 # tests clear them all so a developer's own settings never leak into a run.
@@ -46,6 +48,7 @@ ENV_VARS = (
     ENV_ANSWERS_PER_DAY,
     ENV_SERVE_TOKEN,
     ENV_MAX_DOCUMENT_BYTES,
+    ENV_KEEP_VERSIONS,
 )
 
 GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"
@@ -65,6 +68,8 @@ DEFAULT_GET_PER_MINUTE = 100
 DEFAULT_SEARCH_PER_MINUTE = 100
 # The documented default AnswerQuery quota, per project per day.
 DEFAULT_ANSWERS_PER_DAY = 50
+# A page changes a few times a year; ten versions is years of history at a few pages' cost.
+DEFAULT_KEEP_VERSIONS = 10
 DB_FILE = "dk-mirror.sqlite3"
 # The largest page in shared/corpus is under 100 KB as a JSON line; 16 MiB leaves room for any
 # real page while bounding what one hostile line can cost (memory is a few times this).
@@ -153,6 +158,7 @@ class Settings:
     search_per_minute: int = DEFAULT_SEARCH_PER_MINUTE
     answers_per_day: int = DEFAULT_ANSWERS_PER_DAY
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    keep_versions: int = DEFAULT_KEEP_VERSIONS
 
     def __post_init__(self) -> None:
         # Callers (tests, embedding programs) may pass the transport as a plain string.
@@ -183,6 +189,7 @@ class Settings:
         strict_offline: bool | None = None,
         max_age: str | None = None,
         max_document_bytes: int | None = None,
+        keep_versions: int | None = None,
     ) -> Settings:
         """Options win over environment variables, which win over defaults."""
         env = os.environ if env is None else env
@@ -224,4 +231,7 @@ class Settings:
             search_per_minute=search_rate,
             answers_per_day=answers,
             max_document_bytes=document_limit(env, max_document_bytes),
+            keep_versions=keep_versions
+            if keep_versions is not None
+            else _count(env, ENV_KEEP_VERSIONS, DEFAULT_KEEP_VERSIONS, minimum=1),
         )

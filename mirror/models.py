@@ -424,3 +424,38 @@ class PutReport:
     def to_json(self) -> dict[str, Any]:
         """As `import --json` prints it."""
         return {"imported": self.documents, "duplicates": self.duplicates}
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One version of a document in the store's history (`number` counts from 1 per name)."""
+
+    name: str
+    number: int
+    sha256: str
+    update_time: str | None
+    fetched_at: float
+    upstream: str
+    current: bool = False
+    gone_since: float | None = None  # set on the current version when upstream lost it
+
+    def to_json(self) -> dict[str, Any]:
+        """As `history --json` prints each version."""
+        return {
+            "version": self.number,
+            "sha256": f"sha256:{self.sha256}",
+            "updateTime": self.update_time,
+            "fetchedAt": rfc3339(self.fetched_at),
+            "upstream": self.upstream,
+            "current": self.current,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a refresh compares with upstream's BASIC view: a stored copy without its content."""
+
+    name: str
+    update_time: str | None
+    content_length_bytes: int | None
+    checked_at: float  # the last fetch or refresh check (or gone check) of this copy

@@ -120,7 +120,12 @@ class Mirror:
             return None
         from ..store.reader import Reader
 
-        return Reader.open(self.settings.db_url, upgrade=self._upgrade, readonly=self.readonly)
+        return Reader.open(
+            self.settings.db_url,
+            upgrade=self._upgrade,
+            readonly=self.readonly,
+            keep_versions=self.settings.keep_versions,
+        )
 
     def _open_store(self) -> Store:
         from ..store.engine import exists_read_only
@@ -128,7 +133,9 @@ class Mirror:
 
         url = self.settings.db_url
         readonly = self.readonly or (self._read_only_ok and exists_read_only(url))
-        return Store.open(url, upgrade=self._upgrade, readonly=readonly)
+        return Store.open(
+            url, upgrade=self._upgrade, readonly=readonly, keep_versions=self.settings.keep_versions
+        )
 
     def _open_upstream(self) -> Upstream:
         """The upstream client, created on first use; refused in offline mode."""

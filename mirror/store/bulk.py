@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select
 
 from ..models import Document
-from . import index
+from . import index, versions
 from .rows import cached_document, document_row
 from .schema import documents
 
@@ -58,6 +58,7 @@ def apply_changes(
     """Write `put` and delete `remove` in ONE transaction: all of it lands, or none."""
     with store._writer() as conn, conn.begin():
         if put:
+            versions.record(conn, put, fetched_at, upstream, store.keep_versions)
             conn.execute(store._upsert, [document_row(doc, fetched_at, upstream) for doc in put])
             index.reindex(conn, put)
         for start in range(0, len(remove), STREAM_BATCH):

@@ -18,15 +18,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import DEFAULT_KEEP_VERSIONS
 from ..models import (
     Answer,
     CachedDocument,
     Document,
     PutReport,
     SearchPage,
+    Stamp,
     Stats,
     StoreFacts,
     Summary,
+    Version,
 )
 from . import sql
 from .rows import cached_document
@@ -57,17 +60,31 @@ class Reader:
     """The Store's read methods on one sqlite3 connection (one thread), opened read-only."""
 
     def __init__(
-        self, url: str, conn: sqlite3.Connection, *, upgrade: bool, readonly: bool = False
+        self,
+        url: str,
+        conn: sqlite3.Connection,
+        *,
+        upgrade: bool,
+        readonly: bool = False,
+        keep_versions: int = DEFAULT_KEEP_VERSIONS,
     ) -> None:
         self.url = url
         self._conn = conn
         self._upgrade = upgrade
+        self._keep_versions = keep_versions
         self._readonly = readonly  # the full Store, when needed, opens the same way
         self._full: Store | None = None
         self._has_index: bool | None = None
 
     @classmethod
-    def open(cls, url: str, *, upgrade: bool = True, readonly: bool = False) -> Reader | None:
+    def open(
+        cls,
+        url: str,
+        *,
+        upgrade: bool = True,
+        readonly: bool = False,
+        keep_versions: int = DEFAULT_KEEP_VERSIONS,
+    ) -> Reader | None:
         """A Reader for an existing SQLite store at the current revision, else None."""
         path = sqlite_path(url)
         if path is None or not os.path.isfile(path):
@@ -86,7 +103,7 @@ class Reader:
         if row is None or row[0] != sql.SCHEMA_REVISION:
             conn.close()
             return None
-        return cls(url, conn, upgrade=upgrade, readonly=readonly)
+        return cls(url, conn, upgrade=upgrade, readonly=readonly, keep_versions=keep_versions)
 
     def close(self) -> None:
         """Close the connection (and the full Store, if a write opened one)."""
@@ -100,7 +117,12 @@ class Reader:
         if self._full is None:
             from .store import Store
 
-            self._full = Store.open(self.url, upgrade=self._upgrade, readonly=self._readonly)
+            self._full = Store.open(
+                self.url,
+                upgrade=self._upgrade,
+                readonly=self._readonly,
+                keep_versions=self._keep_versions,
+            )
         return self._full
 
     # -- reads, with the Store's SQL ------------------------------------------------------
@@ -210,6 +232,34 @@ class Reader:
     ) -> Iterator[Document]:
         """Documents with content in name order, streamed (through the full Store)."""
         return self.full().iter_documents(prefix=prefix, data_source=data_source, names=names)
+
+    def versions(self, name: str) -> list[Version]:
+        """Every stored version of `name`, newest first (through the full Store)."""
+        return self.full().versions(name)
+
+    def version_document(self, name: str, sha256: str) -> Document | None:
+        """`name` as it was with content `sha256` (through the full Store)."""
+        return self.full().version_document(name, sha256)
+
+    def prune_versions(self, keep: int, names: Sequence[str] | None = None) -> int:
+        """Drop versions beyond the newest `keep` (through the full Store)."""
+        return self.full().prune_versions(keep, names)
+
+    def refresh_stamps(self, prefix: str | None, checked_before: float | None) -> list[Stamp]:
+        """Documents a refresh asks about (through the full Store)."""
+        return self.full().refresh_stamps(prefix, checked_before)
+
+    def mark_checked(self, names: Sequence[str], at: float) -> None:
+        """Count unchanged copies as fetched `at` (through the full Store)."""
+        self.full().mark_checked(names, at)
+
+    def mark_gone(self, names: Sequence[str], at: float) -> None:
+        """Flag documents upstream no longer has (through the full Store)."""
+        self.full().mark_gone(names, at)
+
+    def clear_gone(self, names: Sequence[str]) -> None:
+        """Drop gone flags (through the full Store)."""
+        self.full().clear_gone(names)
 
 
 class ReaderRecordings:

@@ -14,8 +14,18 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, bindparam, select, text
 from sqlalchemy.pool import PoolProxiedConnection
 
+from ..config import DEFAULT_KEEP_VERSIONS
 from ..errors import SchemaError, StoreError
-from ..models import CachedDocument, Document, PutReport, Stats, StoreFacts, Summary
+from ..models import (
+    CachedDocument,
+    Document,
+    PutReport,
+    Stamp,
+    Stats,
+    StoreFacts,
+    Summary,
+    Version,
+)
 from . import engine as engines
 from . import sql
 from .failures import from_dbapi
@@ -29,7 +39,7 @@ from .schema import SCHEMA_REVISION, documents
 
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
-from . import schema_index, schema_recordings  # noqa: F401  isort: skip
+from . import schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
 
 # Documents written per statement by put_stream: bounds memory (a few hundred pages) while
 # keeping executemany batches large enough to cost little per row.
@@ -43,8 +53,10 @@ POOL_RESERVE = 2
 class Store:
     """Documents keyed by resource name, in one database."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, keep_versions: int = DEFAULT_KEEP_VERSIONS) -> None:
         self.engine = engine
+        # Versions of a document kept in its history; a write beyond them drops the oldest.
+        self.keep_versions = keep_versions
         self.url = engines.display_url(engine)
         # Where failures name the store: an SQLite file's path, else the URL.
         self.where = engines.describe(engine.url)
@@ -62,13 +74,21 @@ class Store:
         self.readonly = False  # set by open(): a resized engine must open the same way
 
     @classmethod
-    def open(cls, url: str, *, upgrade: bool = True, readonly: bool = False) -> Store:
+    def open(
+        cls,
+        url: str,
+        *,
+        upgrade: bool = True,
+        readonly: bool = False,
+        keep_versions: int = DEFAULT_KEEP_VERSIONS,
+    ) -> Store:
         """Open the store at `url`, upgrading its schema to this version's when needed.
 
         `readonly`: the store must already exist and be at this version's schema; it is
         opened read-only (works on a read-only file, folder or mount) and never upgraded.
+        `keep_versions`: how many versions of each document its history keeps.
         """
-        store = cls(engines.create(url, readonly=readonly))
+        store = cls(engines.create(url, readonly=readonly), keep_versions=keep_versions)
         store.readonly = readonly
         try:
             revision = store.revision()
@@ -224,11 +244,12 @@ class Store:
     ) -> None:
         # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
         # and cold `dk-mirror get --offline` pays for every import.
-        from . import index
+        from . import index, versions
 
-        # Same transaction: documents and their search index commit or roll back together.
-        # A copy without content is "changed" too: its old chunks must go.
+        # Same transaction: documents, their history and their search index commit or roll
+        # back together. A copy without content is "changed" too: its old chunks must go.
         changed = index.changed(conn, docs)
+        versions.record(conn, docs, fetched_at, upstream, self.keep_versions)
         conn.execute(self._upsert, [document_row(doc, fetched_at, upstream) for doc in docs])
         index.reindex(conn, changed)
 
@@ -287,6 +308,58 @@ class Store:
         from .bulk import apply_changes
 
         apply_changes(self, put, remove, fetched_at=fetched_at, upstream=upstream)
+
+    # -- history and refresh (store/versions.py) -------------------------------------------
+
+    def versions(self, name: str) -> list[Version]:
+        """Every stored version of `name`, newest first, the current one marked."""
+        from . import versions
+
+        with self.engine.connect() as conn, conn.begin():
+            return versions.versions(conn, name)
+
+    def version_document(self, name: str, sha256: str) -> Document | None:
+        """`name` as it was with content `sha256` (hex), from its history; None if not kept."""
+        from . import versions
+
+        with self.engine.connect() as conn, conn.begin():
+            return versions.version_document(conn, name, sha256)
+
+    def prune_versions(self, keep: int, names: Sequence[str] | None = None) -> int:
+        """Keep the newest `keep` versions of each document (of `names`); returns how many
+        versions were dropped."""
+        from . import versions
+
+        with self._writer() as conn, conn.begin():
+            return versions.prune(conn, keep, names)
+
+    def refresh_stamps(self, prefix: str | None, checked_before: float | None) -> list[Stamp]:
+        """Documents with content (under `prefix`) last checked before `checked_before`."""
+        from . import versions
+
+        with self.engine.connect() as conn:
+            return versions.stamps(conn, prefix, checked_before)
+
+    def mark_checked(self, names: Sequence[str], at: float) -> None:
+        """Upstream has `names` unchanged: count their copies as fetched `at` (content kept)."""
+        from . import versions
+
+        with self._writer() as conn, conn.begin():
+            versions.mark_checked(conn, names, at)
+
+    def mark_gone(self, names: Sequence[str], at: float) -> None:
+        """Upstream no longer has `names`: flag them, keep their copies."""
+        from . import versions
+
+        with self._writer() as conn, conn.begin():
+            versions.mark_gone(conn, names, at)
+
+    def clear_gone(self, names: Sequence[str]) -> None:
+        """Upstream has `names` again: drop their gone flags."""
+        from . import versions
+
+        with self._writer() as conn, conn.begin():
+            versions.clear_gone(conn, names)
 
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
