@@ -93,6 +93,21 @@ def keeps_stored(stored: CachedDocument | None, incoming_update_time: str | None
     return not incoming_update_time or newer(stored.document.update_time, incoming_update_time)
 
 
+def refetch_needed(
+    stored_update_time: str | None,
+    stored_length: int | None,
+    upstream_update_time: str | None,
+    upstream_length: int | None,
+) -> bool:
+    """Refresh: whether upstream's metadata (BASIC view) says the stored content may be out of
+    date. Same `updateTime` instant and no differing `contentLengthBytes`: unchanged. Any other
+    time (newer, older, or one side without a time to compare) or another length: refetch."""
+    stored, now = instant_key(stored_update_time or ""), instant_key(upstream_update_time or "")
+    if stored is None or now is None or stored != now:
+        return True
+    return None not in (stored_length, upstream_length) and stored_length != upstream_length
+
+
 def freshness(
     cached: CachedDocument | None, *, now: float, max_age: float | None, refresh: bool = False
 ) -> Freshness:

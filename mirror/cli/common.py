@@ -91,6 +91,19 @@ def max_document_option(func: F) -> F:
     )(func)
 
 
+def keep_versions_option(help_text: str) -> Callable[[F], F]:
+    """`--keep-versions N`: how many versions of each document the history keeps."""
+    return click.option(
+        "--keep-versions",
+        type=click.IntRange(min=1),
+        metavar="N",
+        expose_value=False,
+        callback=_remember,
+        help=f"{help_text} [env {config.ENV_KEEP_VERSIONS}; default "
+        f"{config.DEFAULT_KEEP_VERSIONS}].",
+    )
+
+
 def document_limit(ctx: click.Context) -> int:
     """The document size limit from --max-document-bytes, the environment or the default."""
     return config.document_limit(os.environ, ctx.ensure_object(dict).get("max_document_bytes"))
@@ -125,6 +138,7 @@ def open_mirror(
         offline=given.get("offline"),
         strict_offline=given.get("strict_offline"),
         max_document_bytes=given.get("max_document_bytes"),
+        keep_versions=given.get("keep_versions"),
     )
     only_reads = settings.offline if readonly is None else readonly
     # Offline, a command cannot fetch, so it (nearly always) only reads: a local import

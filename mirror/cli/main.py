@@ -37,7 +37,7 @@ class Lazy(NamedTuple):
     summary: str
 
 
-# The commands of cli/search.py, ci.py, admin.py and serve.py, imported only when run: a
+# The commands of cli/search.py, ci.py, admin.py, history.py and serve.py, imported only when run: a
 # cached `get` or `--help` then skips their imports (click's LazyGroup pattern). The summary
 # is each command's short help; tests/test_cli.py checks it still matches the command's own.
 LAZY = {
@@ -55,6 +55,11 @@ LAZY = {
         "Mirror the sample documents (from upstream with a key, else the "
         "shipped copy), then read one offline.",
     ),
+    "diff": Lazy(
+        "history",
+        "diff",
+        "Print a unified diff of a document's Markdown between two kept versions.",
+    ),
     "doctor": Lazy(
         "admin",
         "doctor",
@@ -65,6 +70,11 @@ LAZY = {
         "export_md",
         "Write one .md file per document (front matter + Markdown) and an index.md.",
     ),
+    "history": Lazy(
+        "history",
+        "history",
+        "List the kept versions of a document: number, updateTime, fetch time, sha256.",
+    ),
     "import": Lazy(
         "admin",
         "import_",
@@ -74,6 +84,11 @@ LAZY = {
         "ci",
         "lock",
         "Resolve the docs a project needs (names, prefixes, searches) into a lock file to commit.",
+    ),
+    "refresh": Lazy(
+        "history",
+        "refresh",
+        "Bring stored documents up to date: compare updateTime (metadata only), refetch changes.",
     ),
     "search": Lazy(
         "search",

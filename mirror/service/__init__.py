@@ -31,6 +31,7 @@ from .documents import (
 from .imports import ImportFileReport
 
 if TYPE_CHECKING:
+    from ..models import Version
     from ..snapshots.diff import Diff
     from ..snapshots.format import Manifest, Snapshot
     from ..snapshots.lockcheck import LockDrift
@@ -43,7 +44,9 @@ if TYPE_CHECKING:
     from ..upstream.retry import RetryPolicy
     from .answers import AnswerResult
     from .ci import CheckReport, ImportReport, SyncReport
+    from .history import VersionDiff
     from .probe import ProbeReport
+    from .refresh import RefreshReport
     from .search import SearchResult
 
 __all__ = [
@@ -222,6 +225,51 @@ class Mirror:
     def suggest_names(self, name: str, limit: int = 3, exclude: Sequence[str] = ()) -> list[str]:
         """Cached documents nearest to `name`: same path prefix first, then close spelling."""
         return documents.suggest_names(self._ctx(), name, limit, exclude)
+
+    # -- refresh and history -----------------------------------------------------------------
+
+    def refresh(
+        self,
+        *,
+        older_than: float | None = None,
+        prefix: str | None = None,
+        concurrency: int | None = None,
+        progress: Progress | None = None,
+    ) -> RefreshReport:
+        """Bring stored documents up to date: compare updateTime through the BASIC view and
+        refetch only what changed (raises RefreshInterrupted on Ctrl-C, after saving)."""
+        from . import refresh
+
+        return refresh.refresh(
+            self._ctx(),
+            older_than=older_than,
+            prefix=prefix_form(prefix) if prefix else None,
+            concurrency=concurrency or refresh.DEFAULT_CONCURRENCY,
+            progress=progress,
+        )
+
+    def history(self, name: str) -> list[Version]:
+        """The kept versions of a document, newest first (the current one marked)."""
+        from . import history
+
+        return history.history(self._ctx(), name)
+
+    def diff_versions(
+        self, name: str, *, old: str | None = None, new: str | None = None
+    ) -> VersionDiff:
+        """A unified diff between two versions (number or hash prefix; default previous ->
+        current)."""
+        from . import history
+
+        return history.diff(self._ctx(), name, old, new)
+
+    def prune_history(self, *, keep: int | None = None, name: str | None = None) -> int:
+        """Drop all but the newest `keep` versions (default DK_MIRROR_KEEP_VERSIONS) of a
+        document, or of every document; returns how many versions went."""
+        from . import history
+
+        chosen = self.settings.keep_versions if keep is None else keep
+        return history.prune(self._ctx(), chosen, name)
 
     # -- search and answers ------------------------------------------------------------------
 

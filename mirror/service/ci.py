@@ -110,11 +110,18 @@ def export(
 ) -> snapshot.Manifest:
     """Write a full (or, with `since`, delta) snapshot of the selected documents."""
     store = ctx.store
+    pinned: dict[str, Document] = {}
     if lock is not None:
         entries = lockfile.read_lock_file(lock)
         names = [e.name for e in entries]
         cached = store.get_many(names)
-        wrong = lockfile.check_locked(entries, {n: c.sha256 for n, c in cached.items()})
+        have: dict[str, str | None] = {n: c.sha256 for n, c in cached.items()}
+        moved = lockfile.check_locked(entries, have)
+        # A refresh may have moved a document on: its locked version is still in history.
+        by_name = {e.name: e for e in entries}
+        pinned = _from_history(ctx, [by_name[m.name] for m in moved])
+        have.update((n, lockfile.LockEntry.from_document(d).sha256) for n, d in pinned.items())
+        wrong = lockfile.check_locked(entries, have)
         if wrong:
             raise snapshot.SnapshotError(
                 f"the store does not hold the locked bytes of {len(wrong)} document(s):\n  "
@@ -133,6 +140,8 @@ def export(
                 hint="fetch them first (dk-mirror fetch NAME...) or drop them from the selection",
             )
     docs = store.iter_documents(prefix=prefix, data_source=data_source, names=names)
+    if pinned:
+        docs = (pinned.get(d.name, d) for d in docs)
     selection = _selection(prefix, data_source, names)
     if since is None:
         return snapshot.write_full(out, docs, selection)
@@ -280,10 +289,13 @@ def sync_locked(ctx: Context, lock_path: Path, *, source: Path | None) -> SyncRe
     have = {n: c.sha256 for n, c in cached.items()}
     todo = {m.name for m in lockfile.check_locked(entries, have)}
     report = SyncReport(locked=len(entries), already=len(entries) - len(todo))
-    candidates: dict[str, Document] = {}
-    if todo and source is not None:
+    # The store's own history first: a lock pinning an older version restores it offline.
+    candidates = _from_history(ctx, [wanted[n] for n in sorted(todo)])
+    if todo - candidates.keys() and source is not None:
         snap = read_snapshot(source)
-        candidates.update((d.name, d) for d in snap.documents if d.name in todo)
+        candidates.update(
+            (d.name, d) for d in snap.documents if d.name in todo and d.name not in candidates
+        )
     remaining = sorted(todo - candidates.keys())
     if remaining and not ctx.settings.offline:
         from ..upstream.batching import iter_fetch
@@ -299,6 +311,16 @@ def sync_locked(ctx: Context, lock_path: Path, *, source: Path | None) -> SyncRe
     ctx.store.apply_changes(good, [], fetched_at=ctx.clock(), upstream="sync --locked")
     report.written = len(good)
     return report
+
+
+def _from_history(ctx: Context, entries: Sequence[lockfile.LockEntry]) -> dict[str, Document]:
+    """The locked versions the store's history still keeps, by name."""
+    found: dict[str, Document] = {}
+    for entry in entries:
+        doc = ctx.store.version_document(entry.name, entry.sha256.removeprefix("sha256:"))
+        if doc is not None:
+            found[entry.name] = doc
+    return found
 
 
 def _matches(doc: Document, entry: lockfile.LockEntry) -> bool:

@@ -1,0 +1,168 @@
+"""Commands about keeping documents current and their past: refresh, history, diff."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..models import rfc3339
+from . import render
+from .common import (
+    Progress,
+    duration,
+    global_options,
+    json_option,
+    keep_versions_option,
+    open_mirror,
+)
+
+
+@click.command()
+@click.option(
+    "--older-than",
+    callback=duration,
+    help="Only copies last fetched or checked longer ago than this (e.g. 2d).",
+)
+@click.option("--prefix", help="Only names starting with this (any name form).")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1, max=16),
+    default=None,
+    help="Batches of 20 in flight at once [default 4]; all stay under the quota pace.",
+)
+@keep_versions_option("Versions of each refreshed document to keep")
+@json_option
+@global_options
+@click.pass_context
+def refresh(
+    ctx: click.Context,
+    older_than: float | None,
+    prefix: str | None,
+    concurrency: int | None,
+    as_json: bool,
+) -> None:
+    """Bring stored documents up to date: compare updateTime (metadata only), refetch changes.
+
+    Asks upstream for the metadata of every stored copy in scope (BASIC view, 20 per call,
+    no content), marks unchanged copies as checked now, refetches only the changed ones (a
+    new version each) and flags names upstream no longer has (their copies are kept).
+    """
+    from ..service.refresh import RefreshInterrupted
+
+    mirror = open_mirror(ctx)
+    try:
+        with Progress("refreshing") as progress:
+            report = mirror.refresh(
+                older_than=older_than, prefix=prefix, concurrency=concurrency, progress=progress
+            )
+    except RefreshInterrupted as stop:
+        done = stop.report
+        if as_json:
+            click.echo(render.to_json(done.to_json()))
+        click.echo(
+            f"interrupted: {done.checked} of {done.selected} checked, "
+            f"{len(done.changed)} refetched, all saved; run the same command again "
+            "(add --older-than to skip what was just checked)",
+            err=True,
+        )
+        raise  # the group reports the interruption and exits 130
+    if as_json:
+        click.echo(render.to_json(report.to_json()))
+    else:
+        click.echo(
+            f"{report.checked} checked, {report.unchanged} unchanged, "
+            f"{len(report.changed)} changed ({report.new_versions} new version(s)), "
+            f"{len(report.gone)} gone upstream, {len(report.failed)} failed "
+            f"(of {report.selected})",
+            err=True,
+        )
+        for name in report.changed:
+            click.echo(f"changed: {render.clean(name)}", err=True)
+        for name in report.gone:
+            click.echo(f"gone upstream (kept here): {render.clean(name)}", err=True)
+        for name in report.failed:
+            click.echo(f"failed: {render.clean(name)}", err=True)
+    if report.failed:
+        if report.stopped:
+            click.echo(f"stopped early: {report.stopped}", err=True)
+        if report.error:
+            click.echo(f"error: {report.error}", err=True)
+        click.echo(
+            f"error: {len(report.failed)} document(s) were not refreshed; run the same command "
+            "again (with --older-than, only those are asked again)",
+            err=True,
+        )
+        ctx.exit(1)
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.option("--prune", is_flag=True, help="Drop versions beyond --keep-versions (all documents "
+              "unless NAME is given).")  # fmt: skip
+@keep_versions_option("With --prune: versions of each document to keep")
+@json_option
+@global_options
+@click.pass_context
+def history(ctx: click.Context, name: str | None, prune: bool, as_json: bool) -> None:
+    """List the kept versions of a document: number, updateTime, fetch time, sha256.
+
+    Newest first; the version the store serves now is marked `current`.
+    """
+    if prune:
+        mirror = open_mirror(ctx)
+        dropped = mirror.prune_history(name=name)
+        if as_json:
+            click.echo(render.to_json({"pruned": dropped, "keep": mirror.settings.keep_versions}))
+        else:
+            click.echo(
+                f"pruned {dropped} version(s); at most {mirror.settings.keep_versions} "
+                "kept per document",
+                err=True,
+            )
+        return
+    if not name:
+        raise click.UsageError("give a document NAME (or --prune)")
+    mirror = open_mirror(ctx, readonly=True)
+    versions = mirror.history(name)
+    if as_json:
+        click.echo(
+            render.to_json({"name": versions[0].name, "versions": [v.to_json() for v in versions]})
+        )
+        return
+    rows = [("", "version", "updateTime", "fetched", "sha256")]
+    for v in versions:
+        mark = "*" if v.current else ""
+        rows.append((mark, str(v.number), v.update_time or "-", rfc3339(v.fetched_at) or "-",
+                     v.sha256[:16]))  # fmt: skip
+    click.echo(render.clean(versions[0].name))
+    click.echo(render.table(rows))
+    gone = next((v.gone_since for v in versions if v.gone_since is not None), None)
+    if gone is not None:
+        click.echo(f"upstream no longer has it (since {rfc3339(gone)}); the copy is kept", err=True)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--from", "old", metavar="V", help="Version number or hash prefix [default: the "
+              "one before --to].")  # fmt: skip
+@click.option("--to", "new", metavar="V", help="Version number or hash prefix [default: current].")
+@json_option
+@global_options
+@click.pass_context
+def diff(ctx: click.Context, name: str, old: str | None, new: str | None, as_json: bool) -> None:
+    """Print a unified diff of a document's Markdown between two kept versions."""
+    mirror = open_mirror(ctx, readonly=True)
+    result = mirror.diff_versions(name, old=old, new=new)
+    if as_json:
+        click.echo(render.to_json(result.to_json()))
+        return
+    if not result.text:
+        click.echo(
+            f"versions {result.old.number} and {result.new.number} have the same content",
+            err=True,
+        )
+        return
+    # Piped, the diff goes out as it is; on a terminal control characters are escaped.
+    text = render.clean(result.text, multiline=True) if sys.stdout.isatty() else result.text
+    click.echo(text, nl=False)
