@@ -416,3 +416,28 @@ def test_resolve_refuses_what_names_no_single_version(spec: str) -> None:
     versions = [_version(2, "ab99" + "0" * 60), _version(1, "ab12" + "0" * 60)]
     with pytest.raises(InvalidInput):
         resolve(versions, spec)
+
+
+def test_a_document_a_snapshot_tombstone_removed_is_restored_from_history(
+    build, docs: list[dict], tmp_path: Path
+) -> None:
+    names = _names(docs[:2])
+    ours = build()
+    ours.fetch(names)
+    base = tmp_path / "base.snap"
+    ours.export_snapshot(base)
+    toml = tmp_path / "dk-mirror.toml"
+    toml.write_text("[docs]\nnames = [" + ", ".join(f'"{n}"' for n in names) + "]\n")
+    lock = tmp_path / "dk-mirror.lock"
+    ours.lock(toml, lock)
+    theirs = build(db_url=f"sqlite:///{tmp_path / 'theirs.sqlite3'}")
+    theirs.fetch(names[:1])
+    delta = tmp_path / "delta.snap"
+    theirs.export_snapshot(delta, since=base)
+    assert ours.import_snapshot(delta).removed == 1
+    assert ours.cached_names(names) == {names[0]}
+    assert [v.number for v in ours.history(names[1])] == [1]
+    report = ours.sync_locked(lock)
+    assert report.mismatches == [] and report.written == 1
+    got = ours.get_documents(names[1:], Mode(offline=True)).documents[0]
+    assert got.content == docs[1]["content"]

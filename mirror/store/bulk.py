@@ -61,6 +61,8 @@ def apply_changes(
             versions.record(conn, put, fetched_at, upstream, store.keep_versions)
             conn.execute(store._upsert, [document_row(doc, fetched_at, upstream) for doc in put])
             index.reindex(conn, put)
+        if remove:
+            versions.retire(conn, remove)
         for start in range(0, len(remove), STREAM_BATCH):
             part = list(remove[start : start + STREAM_BATCH])
             # Chunks go by ON DELETE CASCADE, and their FTS rows by the chunks trigger.

@@ -85,7 +85,7 @@ def record(
         return 0  # a put that changes nothing stores nothing
     latest = _latest(conn, list({*superseded, *new}))
     if superseded:
-        _archive(conn, superseded, latest, fetched_at)
+        _archive(conn, superseded, latest)
     rows = []
     for name in new:
         number, sha = latest.get(name, (0, None))
@@ -107,9 +107,18 @@ def record(
     return len(rows)
 
 
-def _archive(
-    conn: Connection, names: list[str], latest: dict[str, tuple[int, str]], at: float
-) -> None:
+def retire(conn: Connection, names: Sequence[str]) -> None:
+    """`names` are about to be deleted: keep their current content in the history, so a lock
+    pinning it can still restore it."""
+    held: list[str] = []
+    for part in _chunks(names):
+        query = select(_D.name).where(_D.name.in_(part), _D.content_sha256.is_not(None))
+        held.extend(conn.execute(query).scalars())
+    if held:
+        _archive(conn, held, _latest(conn, held))
+
+
+def _archive(conn: Connection, names: list[str], latest: dict[str, tuple[int, str]]) -> None:
     """Move the stored content of `names` into version_contents; their newest version takes the
     stored metadata (the latest seen with that content)."""
     contents: dict[str, str] = {}
