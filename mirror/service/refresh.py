@@ -92,11 +92,11 @@ def refresh(
     report = RefreshReport(selected=len(stamps))
     if not stamps:
         return report
-    run = _Run(ctx, report, stamps, concurrency, progress)
+    run = _Run(ctx, report, stamps, concurrency, progress)  # goes online (or refuses) here
     try:
         run.pass_over(sorted(stamps), View.BASIC, run.compared)
         if run.to_fetch and report.stopped is None:
-            run.pass_over(run.to_fetch, View.CONTENT, run.fetched)
+            run.pass_over(sorted(run.to_fetch), View.CONTENT, run.fetched)
     except KeyboardInterrupt:
         report.interrupted = True
         raise RefreshInterrupted(report) from None
