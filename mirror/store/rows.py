@@ -14,6 +14,15 @@ if TYPE_CHECKING:
 
 def upsert(dialect: str, table: Table, keys: list[str]) -> Any:
     """INSERT ... ON CONFLICT (keys) DO UPDATE every other column, for SQLite or PostgreSQL."""
+    stmt = dialect_insert(dialect, table)
+    return stmt.on_conflict_do_update(
+        index_elements=keys,
+        set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},
+    )
+
+
+def dialect_insert(dialect: str, table: Table) -> Any:
+    """The INSERT of SQLite or PostgreSQL for `table`, which knows ON CONFLICT."""
     insert: Any
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
@@ -24,11 +33,7 @@ def upsert(dialect: str, table: Table, keys: list[str]) -> Any:
             f"databases of type {dialect!r} are not supported",
             hint="use an SQLite path or a postgresql:// URL",
         )
-    stmt = insert(table)
-    return stmt.on_conflict_do_update(
-        index_elements=keys,
-        set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},
-    )
+    return insert(table)
 
 
 def document_row(doc: Document, fetched_at: float, upstream: str) -> dict[str, Any]:
