@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..upstream.retry import RetryPolicy
     from .answers import AnswerResult
     from .ci import CheckReport, ImportReport, SyncReport
+    from .crawl import CrawlOptions, CrawlProgress, CrawlReport, CrawlSpec
     from .probe import ProbeReport
     from .search import SearchResult
 
@@ -215,6 +216,19 @@ class Mirror:
     def suggest_names(self, name: str, limit: int = 3, exclude: Sequence[str] = ()) -> list[str]:
         """Cached documents nearest to `name`: same path prefix first, then close spelling."""
         return documents.suggest_names(self._ctx(), name, limit, exclude)
+
+    def crawl(
+        self,
+        spec: CrawlSpec,
+        options: CrawlOptions | None = None,
+        progress: Callable[[CrawlProgress], None] | None = None,
+    ) -> CrawlReport:
+        """Discover and mirror documents from seeds, links and searches (resumable: the same
+        spec continues where an interrupted run stopped); CrawlInterrupted on Ctrl-C."""
+        from . import crawl
+
+        chosen = options or crawl.CrawlOptions(mode=self.default_mode())
+        return crawl.crawl(self._ctx(), spec, chosen, progress)
 
     # -- search and answers ------------------------------------------------------------------
 

@@ -85,7 +85,7 @@ class Crawls:
             ).first()
             resumed = row is not None and row.finished_at is None
             if row is None:
-                crawl_id = conn.execute(
+                inserted = conn.execute(
                     crawls.insert().values(
                         key=key,
                         spec_json=spec_json,
@@ -94,7 +94,9 @@ class Crawls:
                         searched=0,
                         next_seq=0,
                     )
-                ).inserted_primary_key[0]
+                ).inserted_primary_key
+                assert inserted is not None  # an INSERT of one row reports its key
+                crawl_id = inserted[0]
             else:
                 crawl_id = row.id
                 if not resumed:
@@ -230,8 +232,10 @@ class Crawls:
         fetched_at: float,
         upstream: str,
         max_docs: int | None,
-    ) -> None:
-        """Write one batch: documents, states, new names, missing names: all or nothing."""
+    ) -> int:
+        """Write one batch: documents, states, new names, missing names: all or nothing.
+        Returns how many names the frontier gained."""
+        added = 0
         with self._writer() as conn, conn.begin():
             if changes.documents:
                 self._write_documents(conn, changes.documents, fetched_at, upstream)
@@ -241,7 +245,7 @@ class Crawls:
                     [{"cid": crawl_id, "n": n, "s": s} for n, s in changes.states.items()],
                 )
             if changes.children:
-                self._add(conn, crawl_id, changes.children, changes.child_depth, max_docs)
+                added = self._add(conn, crawl_id, changes.children, changes.child_depth, max_docs)
             if changes.missing:
                 conn.execute(
                     self._note_missing,
@@ -257,6 +261,7 @@ class Crawls:
             conn.execute(
                 update(crawls).where(crawls.c.id == crawl_id).values(updated_at=fetched_at)
             )
+        return added
 
     def requeue_failed(self, crawl_id: int, depth: int) -> int:
         """Queue the failed names at `depth` again; returns how many."""
