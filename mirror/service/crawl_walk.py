@@ -85,6 +85,9 @@ class Walk:
         self.options = options
         self.label = upstream.label
         self._stop = threading.Event()
+        # One committing worker at a time: threads then queue in order on this lock rather
+        # than polling SQLite's busy handler, which can starve one past its timeout.
+        self._commit = threading.Lock()
         self._activity_start = upstream.activity.snapshot()
         self.counts = self.crawls.counts(crawl_id)
         self.error: UpstreamError | None = None
@@ -248,13 +251,14 @@ class Walk:
         for name in outcome.missing:
             changes.states[name] = State.MISSING
             changes.missing.append(name)
-        added = self.crawls.commit(
-            self.crawl_id,
-            changes,
-            fetched_at=self.ctx.clock(),
-            upstream=self.label,
-            max_docs=self.limits.max_docs,
-        )
+        with self._commit:
+            added = self.crawls.commit(
+                self.crawl_id,
+                changes,
+                fetched_at=self.ctx.clock(),
+                upstream=self.label,
+                max_docs=self.limits.max_docs,
+            )
         return Settled(dict(changes.states), added, error)
 
     def _add_links(self, changes: BatchChanges, doc: Document) -> None:
