@@ -23,7 +23,7 @@ from ..crawl.links import linked_names
 from ..crawl.scope import Scope
 from ..errors import AuthError, PermissionDenied, UpstreamError
 from ..models import Document, content_sha256
-from ..policy import Action, plan
+from ..policy import Action, Mode, plan
 from .context import Context
 
 if TYPE_CHECKING:
@@ -215,10 +215,9 @@ class Walk:
             return Settled({}, 0)  # stays queued for the next run
         now = self.ctx.clock()
         cached = self.store.get_many(names)
-        mode = self.options.mode
-        decided = plan(
-            names, cached, type(mode)(max_age=mode.max_age, refresh=mode.refresh), now=now
-        )
+        # A crawl always goes online for what is not fresh, whatever the offline flag says.
+        mode = Mode(max_age=self.options.mode.max_age, refresh=self.options.mode.refresh)
+        decided = plan(names, cached, mode, now=now)
         to_fetch = decided.to_fetch
         changes = BatchChanges(child_depth=depth + 1)
         for name in decided.names(Action.SERVE_CACHED):

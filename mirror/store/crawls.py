@@ -324,13 +324,3 @@ class Crawls:
             query = query.where(missing_documents.c.checked_at >= checked_since)
         with self.engine.connect() as conn:
             return {str(n) for n in conn.execute(query).scalars()}
-
-    def missing_since(self, names: Sequence[str]) -> dict[str, float]:
-        """When each of `names` was first found missing (only those remembered)."""
-        if not names:
-            return {}
-        query = select(missing_documents.c.name, missing_documents.c.first_missing_at).where(
-            missing_documents.c.name.in_(list(names))
-        )
-        with self.engine.connect() as conn:
-            return {str(n): float(t) for n, t in conn.execute(query)}
