@@ -14,7 +14,7 @@ import pytest
 
 from mirror.config import Settings
 from mirror.service import Mirror
-from mirror.service.crawl import CrawlOptions, CrawlReport, make_spec
+from mirror.service.crawl import CrawlOptions, CrawlProgress, CrawlReport, make_spec
 from tests.conftest import no_wait_retry
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import corpus_documents
@@ -185,10 +185,17 @@ def test_max_docs_caps_the_names_taken_breadth_first(crawler: Mirror, db_url: st
 
 def test_429s_slow_the_crawl_but_it_completes(crawler: Mirror, upstream: Emulator) -> None:
     upstream.inject(Fault("status", status=429, retry_after="1"), times=-1, rate=0.4)
-    report = _crawl(crawler, SEED, prefixes=["developer.chrome.com/docs/"], max_depth=2)
+    seen: list[CrawlProgress] = []
+    spec = make_spec([SEED], prefixes=["developer.chrome.com/docs/"], max_depth=2)
+    report = crawler.crawl(spec, CrawlOptions(concurrency=3), seen.append)
     expected = _expected(SEED, CHROME + "docs/", 2)
     assert report.failed == [] and report.retries > 0
     assert report.fetched == len([n for n in expected if n in BY_NAME])
+    # The progress seen along the way: never more done than known, ending complete, and
+    # the retries counted as they happened.
+    assert all(p.done <= p.known for p in seen)
+    assert seen[-1].done == seen[-1].known == report.known
+    assert seen[-1].retries == report.retries and seen[-1].fetched == report.fetched
 
 
 def test_a_batch_that_keeps_failing_is_reported_and_a_rerun_fetches_only_it(

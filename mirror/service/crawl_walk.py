@@ -110,8 +110,8 @@ class Walk:
                     # for its failed names before going deeper (their links are wanted).
                     if self.stopped is None and depth not in retried:
                         retried.add(depth)
-                        if self.crawls.requeue_failed(self.crawl_id, depth):
-                            self._move(State.FAILED, State.QUEUED)
+                        requeued = self.crawls.requeue_failed(self.crawl_id, depth)
+                        self._move(State.FAILED, State.QUEUED, requeued)
             except KeyboardInterrupt:
                 self._stop.set()  # batches in flight commit; queued ones are not started
                 raise
@@ -169,9 +169,9 @@ class Walk:
         if self._in_a_row >= STOP_AFTER:
             self.stopped = f"{self._in_a_row} batches in a row failed"
 
-    def _move(self, source: str, target: str) -> None:
-        moved = self.counts.pop(source, 0)
-        self.counts[target] = self.counts.get(target, 0) + moved
+    def _move(self, source: str, target: str, count: int) -> None:
+        self.counts[source] = self.counts.get(source, 0) - count
+        self.counts[target] = self.counts.get(target, 0) + count
 
     def progress(self, in_flight: int) -> CrawlProgress:
         """The progress now."""
