@@ -73,6 +73,9 @@ def test_resolve_maps_a_link_to_a_document_name(target: str, name: str | None) -
         ("use `[no](/inline)` or ``a ` [no](/double) `` then [yes](/y)", ["/y"]),
         ("```\n[no](/unclosed)\n[still](/code)", []),
         ("text ``` not a fence [yes](/y)", ["/y"]),
+        # a lone backtick is literal; code spans end with their paragraph
+        ("press <kbd>`</kbd>\n\nsee [yes](/y) and `code`", ["/y"]),
+        ("[`api()` and `b[0]`](/docs/api)", ["/docs/api"]),
         # malformed Markdown: nothing raised, nothing invented
         ("[unclosed](/docs/a", []),
         ("[text] (/space-between)", []),

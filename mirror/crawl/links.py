@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Iterator
 from urllib.parse import urljoin, urlsplit
@@ -33,51 +34,81 @@ _HREF = re.compile(r"<a\s[^<>]*?\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)')", re.IGN
 _MAX_TEXT = 1000
 
 
-def _without_fences(markdown: str) -> str:
-    """`markdown` with its fenced code blocks cut out (an unclosed fence runs to the end)."""
+def _fences(markdown: str) -> list[tuple[int, int]]:
+    """(start, end) of each fenced code block, in order (an unclosed fence runs to the end)."""
     if "```" not in markdown and "~~~" not in markdown:
-        return markdown
-    kept: list[str] = []
-    position = 0
+        return []
+    blocks: list[tuple[int, int]] = []
     opened: re.Match[str] | None = None
     for match in _FENCE.finditer(markdown):
         run, rest = match.group(1), match.group(2)
         if opened is None:
             # A backtick fence's info string may not hold a backtick (then it is inline code).
-            if run[0] == "`" and "`" in rest:
-                continue
-            kept.append(markdown[position : match.start()])
-            opened = match
+            if not (run[0] == "`" and "`" in rest):
+                opened = match
         elif run[0] == opened.group(1)[0] and len(run) >= len(opened.group(1)) and not rest.strip():
-            position, opened = match.end(), None
-    if opened is None:
-        kept.append(markdown[position:])
-    return " ".join(kept)
+            blocks.append((opened.start(), match.end()))
+            opened = None
+    if opened is not None:
+        blocks.append((opened.start(), len(markdown)))
+    return blocks
 
 
-def _without_code_spans(text: str) -> str:
-    """`text` with inline code spans cut out: a backtick run up to the next run as long."""
-    if "`" not in text:
-        return text
-    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)]
+def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) of the inline code spans in text[start:end] (one paragraph): a backtick
+    run up to the next run as long; a run with no such closer is literal backticks."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text, start, end)]
     by_length: dict[int, list[int]] = {}
-    for i, (start, end) in enumerate(runs):
-        by_length.setdefault(end - start, []).append(i)
-    kept: list[str] = []
-    position = i = 0
+    for i, (first, last) in enumerate(runs):
+        by_length.setdefault(last - first, []).append(i)
+    spans: list[tuple[int, int]] = []
+    i = 0
     while i < len(runs):
-        start, end = runs[i]
-        same = by_length[end - start]
+        first, last = runs[i]
+        same = by_length[last - first]
         after = bisect_right(same, i)
         if after == len(same):
-            i += 1  # no closer: literal backticks
+            i += 1
             continue
         closer = same[after]
-        kept.append(text[position:start])
-        position = runs[closer][1]
+        spans.append((first, runs[closer][1]))
         i = closer + 1
-    kept.append(text[position:])
-    return " ".join(kept)
+    return spans
+
+
+def _inside(position: int, ranges: list[tuple[int, int]]) -> bool:
+    """True if `position` falls in one of the sorted, disjoint `ranges`."""
+    i = bisect_right(ranges, (position, sys.maxsize)) - 1
+    return i >= 0 and ranges[i][0] <= position < ranges[i][1]
+
+
+class _Code:
+    """Where a page's code is: fenced blocks, and inline spans found paragraph by paragraph
+    (only the paragraphs that hold a link are ever scanned)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.fences = _fences(text)
+        self.ticks = "`" in text
+        self._spans: dict[int, list[tuple[int, int]]] = {}
+
+    def holds(self, *positions: int) -> bool:
+        """True if any of `positions` is inside code."""
+        for position in positions:
+            if self.fences and _inside(position, self.fences):
+                return True
+            if self.ticks and _inside(position, self._paragraph_spans(position)):
+                return True
+        return False
+
+    def _paragraph_spans(self, position: int) -> list[tuple[int, int]]:
+        text = self.text
+        first = text.rfind("\n\n", 0, position) + 1
+        spans = self._spans.get(first)
+        if spans is None:
+            last = text.find("\n\n", position)
+            spans = self._spans[first] = _code_spans(text, first, len(text) if last < 0 else last)
+        return spans
 
 
 def _link_text_start(text: str, close: int) -> int | None:
@@ -98,26 +129,31 @@ def _link_text_start(text: str, close: int) -> int | None:
 
 def link_targets(markdown: str) -> list[str]:
     """Every link target in `markdown`, in order of appearance, outside code; images left out."""
-    text = _without_code_spans(_without_fences(markdown))
-    found: list[tuple[int, int, str]] = []
+    text = markdown
+    # (start, where the target begins, end, target); "" marks an image.
+    found: list[tuple[int, int, int, str]] = []
     for m in _INLINE.finditer(text):
         start = _link_text_start(text, m.start())
         if start is not None:
             image = start > 0 and text[start - 1] == "!"
-            found.append((start, m.end(), "" if image else m.group(1)))  # "": an image
+            found.append((start, m.start(), m.end(), "" if image else m.group(1)))
     if "]:" in text:
-        found += [(m.start(), m.end(), m.group(1)) for m in _REFERENCE.finditer(text)]
+        found += [(m.start(), m.start(1), m.end(), m.group(1)) for m in _REFERENCE.finditer(text)]
     if "<" in text:
-        found += [(m.start(), m.end(), m.group(1)) for m in _AUTOLINK.finditer(text)]
+        found += [(m.start(), m.start(1), m.end(), m.group(1)) for m in _AUTOLINK.finditer(text)]
         found += [
-            (m.start(), m.end(), m.group(1) or m.group(2) or "") for m in _HREF.finditer(text)
+            (m.start(), m.start(), m.end(), m.group(1) or m.group(2) or "")
+            for m in _HREF.finditer(text)
         ]
+    if not found:
+        return []
     found.sort()
+    code = _Code(text)
     out: list[str] = []
     end = 0
-    for start, stop, target in found:
-        if start < end:
-            continue  # inside a link already taken (an <autolink> as a definition's target)
+    for start, middle, stop, target in found:
+        if start < end or code.holds(start, middle):
+            continue  # inside a link already taken (an <autolink> as a target), or in code
         end = stop
         if target:
             out.append(target.strip("<>").strip())
