@@ -2,7 +2,7 @@
 
 Each use-case family lives in its own module and takes a `Context` (store, upstream, clock,
 settings), never the `Mirror`: documents.py (get, fetch, import, list), search.py, answers.py,
-ci.py (snapshots, lock, sync, Markdown export). `Mirror` owns the store and the upstream client,
+ci.py (snapshots, lock, sync, Markdown export), crawl.py (discover and mirror a site). `Mirror` owns the store and the upstream client,
 opens them on first use, and is the only way the shells reach either.
 """
 
