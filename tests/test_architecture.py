@@ -186,3 +186,18 @@ def test_the_error_tree_names_every_exception_class() -> None:
             ]
         missing += [f"{module}.{n}" for n in names if not n.startswith("_") and n not in doc]
     assert not missing, f"add these to the tree in mirror/errors.py: {missing}"
+
+
+# What the pure crawl decisions (links, scope, frontier rules) may import: text handling
+# from the standard library and the ground modules. No files, sockets, threads or store.
+PURE_CRAWL_ALLOWED = {
+    "__future__", "bisect", "collections.abc", "dataclasses", "enum", "html", "re", "sys",
+    "urllib.parse", "mirror.crawl", "mirror.crawl.frontier", "mirror.crawl.scope",
+    "mirror.errors", "mirror.names",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _within(m, "mirror.crawl")))
+def test_the_crawl_decisions_are_pure(module: str) -> None:
+    for target in imports_of(MODULES[module]):
+        assert target in PURE_CRAWL_ALLOWED, f"{module} imports {target}"

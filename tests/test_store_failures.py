@@ -53,6 +53,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
     return {
         "get": [NAME],
         "fetch": [NAME],
+        "crawl": [NAME, "--depth", "0"],
         "ls": [],
         "search": ["manifest"],
         "answer": ["what is a service worker"],
@@ -77,7 +78,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
 
 
 # Commands that write to the store (whatever the store, they must be refused by a read-only one).
-WRITERS = {"get", "fetch", "search", "answer", "import", "db upgrade", "demo", "serve",
+WRITERS = {"get", "fetch", "crawl", "search", "answer", "import", "db upgrade", "demo", "serve",
            "snapshot import", "lock", "sync", "refresh"}  # fmt: skip
 
 

@@ -46,6 +46,11 @@ LAZY = {
         "answer",
         "Answer a question (upstream AnswerQuery: 50/day; offline: recorded or extractive).",
     ),
+    "crawl": Lazy(
+        "crawl",
+        "crawl",
+        "Mirror a site: seeds, the pages they link to, and search results, breadth-first.",
+    ),
     "db": Lazy(
         "admin", "db", "Schema migrations, by hand (the store also upgrades itself when opened)."
     ),

@@ -2,7 +2,7 @@
 
 Each use-case family lives in its own module and takes a `Context` (store, upstream, clock,
 settings), never the `Mirror`: documents.py (get, fetch, import, list), search.py, answers.py,
-ci.py (snapshots, lock, sync, Markdown export). `Mirror` owns the store and the upstream client,
+ci.py (snapshots, lock, sync, Markdown export), crawl.py (discover and mirror a site). `Mirror` owns the store and the upstream client,
 opens them on first use, and is the only way the shells reach either.
 """
 
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ..upstream.retry import RetryPolicy
     from .answers import AnswerResult
     from .ci import CheckReport, ImportReport, SyncReport
+    from .crawl import CrawlOptions, CrawlProgress, CrawlReport, CrawlSpec
     from .history import VersionDiff
     from .probe import ProbeReport
     from .refresh import RefreshReport
@@ -270,6 +271,19 @@ class Mirror:
 
         chosen = self.settings.keep_versions if keep is None else keep
         return history.prune(self._ctx(), chosen, name)
+
+    def crawl(
+        self,
+        spec: CrawlSpec,
+        options: CrawlOptions | None = None,
+        progress: Callable[[CrawlProgress], None] | None = None,
+    ) -> CrawlReport:
+        """Discover and mirror documents from seeds, links and searches (resumable: the same
+        spec continues where an interrupted run stopped); CrawlInterrupted on Ctrl-C."""
+        from . import crawl
+
+        chosen = options or crawl.CrawlOptions(mode=self.default_mode())
+        return crawl.crawl(self._ctx(), spec, chosen, progress)
 
     # -- search and answers ------------------------------------------------------------------
 

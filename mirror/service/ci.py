@@ -7,11 +7,14 @@ this module connects them to the store and the upstream.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import limits
+from .. import names as naming
 from ..errors import InvalidInput
 from ..files import write_atomic
 from ..models import Document, View, rfc3339
@@ -224,11 +227,15 @@ def lock(ctx: Context, requirements: Path, output: Path | None) -> list[lockfile
     needs = lockfile.read_requirements(requirements)
     names: list[str] = list(needs.names)
     for prefix in needs.prefixes:
+        if not ctx.settings.offline:
+            # The API cannot list a prefix: discover what lies under it by crawling.
+            discover_prefix(ctx, prefix)
         found = [s.name for s in documents.list_documents(ctx, prefix, None) if s.has_content]
         if not found:
             raise InvalidInput(
                 f"{requirements}: no cached document starts with {prefix}",
-                hint="fetch the documents under that prefix first, or remove the prefix",
+                hint="fetch the documents under that prefix first (online, `dk-mirror lock` "
+                "crawls it), or remove the prefix",
             )
         names.extend(found)
     for spec in needs.searches:
@@ -252,6 +259,32 @@ def lock(ctx: Context, requirements: Path, output: Path | None) -> list[lockfile
         # The lock records what it was made from, so `lock --check` needs no network.
         write_atomic(output, lockfile.write_lock(entries, made_from=needs))
     return entries
+
+
+# Result pages (100 chunks each) a prefix's discovery search reads: a few calls of the
+# Search quota (100/min) reach pages no link leads to.
+PREFIX_SEARCH_PAGES = 5
+
+
+def discover_prefix(ctx: Context, prefix: str) -> None:
+    """Crawl what lies under `prefix`: its own page, a search restricted to its site (words
+    of its path as the query), and every page they link to inside the prefix."""
+    from .crawl import CrawlOptions, crawl, make_spec
+
+    canonical = documents.prefix_form(prefix)
+    page = canonical.rstrip("/")
+    host, _, path = page.removeprefix(naming.PREFIX).partition("/")
+    words = " ".join(w for w in re.split(r"[/_.-]+", path) if w) or host
+    spec = make_spec(
+        [page] if path else [],
+        prefixes=[canonical],
+        searches=[words[: limits.MAX_TEXT]],
+        filter=f'data_source = "{host}"',
+        search_pages=PREFIX_SEARCH_PAGES,
+    )
+    report = crawl(ctx, spec, CrawlOptions(mode=ctx.default_mode()))
+    if report.error is not None and (report.failed or report.stopped):
+        raise report.error
 
 
 def check_lock(requirements: Path, lock_path: Path) -> LockDrift:

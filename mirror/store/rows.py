@@ -14,15 +14,15 @@ if TYPE_CHECKING:
 
 def upsert(dialect: str, table: Table, keys: list[str]) -> Any:
     """INSERT ... ON CONFLICT (keys) DO UPDATE every other column, for SQLite or PostgreSQL."""
-    stmt = _insert(dialect, table)
+    stmt = dialect_insert(dialect, table)
     return stmt.on_conflict_do_update(
         index_elements=keys,
         set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},
     )
 
 
-def _insert(dialect: str, table: Table) -> Any:
-    """The dialect's INSERT construct (it has ON CONFLICT), for SQLite or PostgreSQL."""
+def dialect_insert(dialect: str, table: Table) -> Any:
+    """The INSERT of SQLite or PostgreSQL for `table`, which knows ON CONFLICT."""
     insert: Any
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
@@ -38,7 +38,7 @@ def _insert(dialect: str, table: Table) -> Any:
 
 def insert_missing(dialect: str, table: Table, keys: list[str]) -> Any:
     """INSERT ... ON CONFLICT (keys) DO NOTHING: rows already there are left as they are."""
-    return _insert(dialect, table).on_conflict_do_nothing(index_elements=keys)
+    return dialect_insert(dialect, table).on_conflict_do_nothing(index_elements=keys)
 
 
 def document_row(doc: Document, fetched_at: float, upstream: str) -> dict[str, Any]:

@@ -33,13 +33,14 @@ from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
     from ..search.filters import Node
+    from .crawls import Crawls
     from .fts import LocalHit
     from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
 
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
-from . import schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
+from . import schema_crawl, schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
 
 # Documents written per statement by put_stream: bounds memory (a few hundred pages) while
 # keeping executemany batches large enough to cost little per row.
@@ -148,7 +149,8 @@ class Store:
                 self.engine.url, pool_size=concurrency + POOL_RESERVE, readonly=self.readonly
             ),
         )
-        self.__dict__.pop("recordings", None)  # it holds the old engine
+        self.__dict__.pop("recordings", None)  # these hold the old engine
+        self.__dict__.pop("crawls", None)
         old.dispose()
 
     def _close_idle(self) -> None:
@@ -164,6 +166,14 @@ class Store:
         from .recordings import Recordings
 
         return Recordings(self.engine, self._writer)
+
+    @cached_property
+    def crawls(self) -> Crawls:
+        """Crawl frontiers and names upstream does not have."""
+        from .crawls import Crawls
+
+        # A crawl's batch writes its documents in its own transaction: hand it the writer.
+        return Crawls(self.engine, self._writer, self._write_batch)
 
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""

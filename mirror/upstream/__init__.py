@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ..config import Settings
+    from .activity import Activity
     from .retry import RetryPolicy
 
 # BatchGetDocuments accepts at most this many names per call (limits.py holds the API's limits).
@@ -26,6 +27,7 @@ class Upstream(Protocol):
     """What the service needs from an upstream, whatever the transport."""
 
     label: str  # where documents come from, e.g. "rest https://developerknowledge.googleapis.com"
+    activity: Activity  # attempts, retries and quota waits so far (progress displays)
 
     def batch_get(self, names: Sequence[str], view: View = View.CONTENT) -> list[Document]:
         """Documents for at most 20 canonical names, in request order; NotFound if any is absent."""

@@ -12,6 +12,7 @@ from .. import limits
 from ..config import DEFAULT_SEARCH_PER_MINUTE, ENV_API_KEY
 from ..errors import AuthError, ProtocolError
 from ..models import Document
+from .activity import Activity
 from .pacing import Pacer
 from .retry import GET_QUOTA, Quota, RetryPolicy, call_with_retry
 
@@ -53,6 +54,8 @@ class HttpUpstream:
             or Pacer(DEFAULT_SEARCH_PER_MINUTE, clock=self._retry.clock, sleep=self._retry.sleep),
         }
         self._timeout = timeout
+        # Retries and quota waits, for a crawl's progress line.
+        self.activity = Activity()
 
     def __repr__(self) -> str:
         # Never the key: reprs end up in logs and tracebacks.
@@ -80,9 +83,13 @@ class HttpUpstream:
     def _paced_retry(self, what: str, attempt: Callable[[float], T], quota: Quota = GET_QUOTA) -> T:
         """Run `attempt` under the retry policy, pacing every try (each one spends quota)."""
         pacer = self._pacers[quota.bucket] if quota.bucket else None
+        tries = 0
 
         def paced(seconds_left: float) -> T:
+            nonlocal tries
             waited = pacer.acquire() if pacer else 0.0
+            tries += 1
+            self.activity.attempt(retry=tries > 1, waited=waited)
             if waited:
                 log.debug("%s: paced %.2f s to stay under the quota", what, waited)
             return attempt(max(seconds_left - waited, 0.001))

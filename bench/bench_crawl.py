@@ -1,0 +1,236 @@
+"""Mirror.crawl from the emulator with injected latency: docs/s against the ideal bound.
+
+Usage: python -m bench.bench_crawl [--latency 0.05] [--concurrency 1 4 8] [--synthetic 50000]
+       [--corpus DIR]
+Target (issue 11): at concurrency 8, documents/s at least 0.7x the ideal bound
+(concurrency x 20 / latency) of the same run; peak memory flat in the number of documents.
+
+The corpus run crawls the ~2,000-document developer.chrome.com corpus: every page is a seed,
+links are followed one hop inside developer.chrome.com/, and the ~300 pages they lead to that
+the corpus lacks are served as one-line stubs, so every name resolves (no 404 narrowing).
+The synthetic run crawls N generated pages that link as a site does (a tree from page 0 plus
+cross links and cycles), from the single seed page 0: link discovery drives the whole crawl.
+Quotas are off (pacing lifted). Every request waits --latency seconds in the emulator.
+
+The store sets a second bound: each batch's transaction also chunks and indexes its pages for
+local search. The child measures it after each crawl (writing the same documents again, 20
+per transaction, into a fresh store), and the line reports the crawl against the lower bound.
+
+The emulator runs in this process and the crawler in a child process (a fresh interpreter per
+run), so they do not share an interpreter lock, and the child's own peak RSS is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT, add_corpus_option, english_corpus
+from tests.emulator import Emulator, Fault
+from tests.emulator_fixtures import synthetic_documents
+
+CHROME = "documents/developer.chrome.com/"
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    """Every Document record in a gzipped JSON-lines corpus file."""
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def with_stubs(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`docs` plus a one-line page for every developer.chrome.com page they link to and lack."""
+    from mirror.crawl.links import linked_names
+
+    have = {d["name"] for d in docs}
+    wanted: dict[str, None] = {}
+    for doc in docs:
+        for name in linked_names(doc["content"], doc["uri"]):
+            if name.startswith(CHROME) and name not in have:
+                wanted[name] = None
+    stubs = [{"name": n, "content": f"# {n.rsplit('/', 1)[-1]}\n"} for n in wanted]
+    return docs + stubs
+
+
+def linked_synthetic(count: int) -> list[dict[str, Any]]:
+    """`count` synthetic pages linking as a site does (as tests/test_crawl_kill.py makes them)."""
+    docs = synthetic_documents(count)
+    for i, doc in enumerate(docs):
+        links = [2 * i + 1, 2 * i + 2, (i * 7 + 3) % count, 0]
+        doc["content"] += "\n" + "\n".join(
+            f"- [page {j}](/guide/page-{j:05d})" for j in links if j < count
+        )
+    return docs
+
+
+def crawl_in_child(
+    emu: Emulator,
+    seeds: list[str],
+    prefix: str,
+    depth: int | None,
+    concurrency: int,
+    *,
+    bound: bool = True,
+) -> dict[str, Any]:
+    """Run one crawl into a fresh store in a child interpreter; its report, time and RSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        seeds_file = Path(tmp) / "seeds.txt"
+        seeds_file.write_text("\n".join(seeds) + "\n")
+        args = [
+            sys.executable, "-m", "bench.bench_crawl", "--child",
+            f"sqlite:///{Path(tmp) / 'bench.sqlite3'}", emu.base_url, str(seeds_file), prefix,
+            "-1" if depth is None else str(depth), str(concurrency), "bound" if bound else "",
+        ]  # fmt: skip
+        done = subprocess.run(
+            args,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"bench: the crawl failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def child(argv: list[str]) -> None:
+    """The crawl itself (in the child): open the store, crawl, print JSON."""
+    import resource
+
+    from mirror.config import Settings
+    from mirror.service import Mirror
+    from mirror.service.crawl import CrawlOptions, make_spec
+
+    db, upstream, seeds_file, prefix, depth, concurrency, bound = argv
+    seeds = Path(seeds_file).read_text().split()
+    settings = Settings(db_url=db, upstream=upstream, api_key="test-key", get_per_minute=10_000_000)
+    spec = make_spec(seeds, prefixes=[prefix], max_depth=None if depth == "-1" else int(depth))
+    with Mirror(settings) as mirror:
+        mirror.stats()  # open and migrate the store outside the timed part
+        start = time.perf_counter()
+        report = mirror.crawl(spec, CrawlOptions(concurrency=int(concurrency)))
+        seconds = time.perf_counter() - start
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "report": report.to_json(),
+                "rss_mb": rss_kb / 1024,
+                "store_seconds": store_bound(db) if bound else None,
+            }
+        )
+    )
+
+
+def store_bound(db: str) -> float:
+    """Seconds to write the crawled documents again, 20 per transaction, into a fresh store:
+    what the store alone (documents + search index + commit) costs, with no network."""
+    from mirror.store.store import Store
+
+    source = Store.open(db)
+    target_url = db.replace("bench.sqlite3", "bound.sqlite3")
+    target = Store.open(target_url)
+    try:
+        batch: list[Any] = []
+        seconds = 0.0
+        for doc in source.iter_documents():
+            batch.append(doc)
+            if len(batch) == 20:
+                start = time.perf_counter()
+                target.put(batch, fetched_at=0.0, upstream="bench")
+                seconds += time.perf_counter() - start
+                batch = []
+        start = time.perf_counter()
+        target.put(batch, fetched_at=0.0, upstream="bench")
+        return seconds + time.perf_counter() - start
+    finally:
+        source.close()
+        target.close()
+
+
+def report_line(label: str, result: dict[str, Any], concurrency: int, latency: float) -> float:
+    """Print one run's numbers; return its ratio to the ideal bound."""
+    rep = result["report"]
+    stored = rep["fetched"] + rep["alreadyHad"]
+    if rep["failed"] or rep["missing"]:
+        raise SystemExit(
+            f"bench: {label}: {len(rep['failed'])} failed, {len(rep['missing'])} missing"
+        )
+    rate = stored / result["seconds"]
+    ideal = concurrency * 20 / latency
+    ratio = rate / ideal
+    bound = ""
+    if result["store_seconds"]:
+        store_rate = stored / result["store_seconds"]
+        bound = (
+            f"(store alone {store_rate:5.0f} docs/s: {rate / min(ideal, store_rate):.2f}x of "
+            "the lower bound)  "
+        )
+    print(
+        f"{label:<26} c={concurrency:<2} {stored:6d} docs {result['seconds']:7.2f} s "
+        f"{rate:6.0f} docs/s  ideal {ideal:5.0f}  ratio {ratio:.2f}x  {bound}"
+        f"{rep['requests']} requests  peak RSS {result['rss_mb']:.0f} MB"
+    )
+    return ratio
+
+
+def main() -> None:
+    """Crawl the corpus at each concurrency, then (optionally) a large synthetic site."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser()
+    add_corpus_option(parser)
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds per request")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument(
+        "--synthetic", type=int, default=0, metavar="N",
+        help="also crawl N synthetic pages from one seed, and 2,000 to compare peak RSS",
+    )  # fmt: skip
+    args = parser.parse_args()
+    docs = with_stubs(load(english_corpus(args.corpus)))
+    corpus_names = [d["name"] for d in docs if not re.fullmatch(r"# [^\n]*\n", d["content"])]
+    print(
+        f"crawl of {len(corpus_names)} corpus pages (+{len(docs) - len(corpus_names)} linked "
+        f"stubs), latency {args.latency * 1000:.0f} ms per request, quotas off"
+    )
+    ratios = {}
+    with Emulator(docs) as emu:
+        emu.inject(Fault("latency", seconds=args.latency), times=-1)
+        for concurrency in args.concurrency:
+            emu.reset()
+            emu.inject(Fault("latency", seconds=args.latency), times=-1)
+            result = crawl_in_child(emu, corpus_names, CHROME, 1, concurrency)
+            ratios[concurrency] = report_line("corpus, depth 1", result, concurrency, args.latency)
+    if args.synthetic:
+        top = max(args.concurrency)
+        for count in (2000, args.synthetic):
+            site = linked_synthetic(count)
+            with Emulator(site) as emu:
+                emu.inject(Fault("latency", seconds=args.latency), times=-1)
+                result = crawl_in_child(
+                    emu,
+                    [site[0]["name"]],
+                    "documents/docs.example.dev/guide/",
+                    None,
+                    top,
+                    bound=False,
+                )
+            report_line(f"synthetic {count}, 1 seed", result, top, args.latency)
+    if 8 in ratios:
+        print(f"ratio at concurrency 8: {ratios[8]:.2f}x (target >= 0.7x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""A crawl's progress on stderr: a live bar on a terminal, a plain line every few seconds else."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from ..service.crawl import CrawlProgress
+
+# Seconds between plain progress lines when stderr is not a terminal (CI logs, pipes).
+PLAIN_EVERY = 5.0
+
+
+class CrawlDisplay:
+    """Called with each CrawlProgress; close() at the end (the bar is left complete)."""
+
+    def __init__(self, stream: TextIO | None = None, *, every: float = PLAIN_EVERY) -> None:
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty()
+        self.every = every
+        self.started = time.monotonic()
+        self._last_line = self.started
+        self._bar: Any = None
+        self._done = 0
+
+    def __call__(self, p: CrawlProgress) -> None:
+        """Show progress `p`."""
+        if self.live:
+            self._update_bar(p)
+            return
+        now = time.monotonic()
+        if now - self._last_line >= self.every:
+            self._last_line = now
+            self.stream.write(self.line(p, now - self.started) + "\n")
+            self.stream.flush()
+
+    def _update_bar(self, p: CrawlProgress) -> None:
+        if self._bar is None:
+            # A well-kept bar with rate and ETA; only a terminal run imports it.
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=p.known, unit="doc", file=self.stream, dynamic_ncols=True, desc="crawling"
+            )
+        self._bar.total = p.known
+        self._bar.set_postfix_str(_extras(p), refresh=False)
+        self._bar.update(p.done - self._done)
+        self._done = p.done
+
+    @staticmethod
+    def line(p: CrawlProgress, elapsed: float) -> str:
+        """One plain progress line: done of known, rate, ETA, retries, quota wait."""
+        rate = p.done / elapsed if elapsed > 0 else 0.0
+        left = p.known - p.done
+        eta = f"{left / rate:.0f}s" if rate > 0 else "?"
+        return f"crawl: {p.done}/{p.known} documents, {rate:.1f}/s, ETA {eta}, {_extras(p)}"
+
+    def close(self) -> None:
+        """Finish the bar, if one was drawn."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _extras(p: CrawlProgress) -> str:
+    return f"{p.fetched} fetched, {p.retries} retries, {p.quota_wait:.1f}s waiting for quota"

@@ -1,0 +1,326 @@
+"""Crawl state in the store: crawls, their frontiers, and names upstream does not have.
+
+Every change a batch makes (its documents, the states of its names, the names its pages link
+to, what upstream lacks) is one transaction, so a crawl killed at any moment resumes from a
+consistent frontier and never fetches a committed batch again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, select, update
+
+from ..models import Document
+from .rows import dialect_insert
+from .schema_crawl import crawl_frontier, crawls, missing_documents
+
+# Names per IN (...) list: well under SQLite's parameter limit.
+_CHUNK = 500
+QUEUED = "queued"
+FAILED = "failed"
+
+WriteDocuments = Callable[[Connection, list[Document], float, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlStart:
+    """The crawl a run works on: its id, and whether it continues an unfinished pass."""
+
+    id: int
+    resumed: bool
+    searched: bool
+
+
+@dataclass(slots=True)
+class BatchChanges:
+    """What one batch changes, written in one transaction by `Crawls.commit`."""
+
+    documents: list[Document] = field(default_factory=list)
+    states: dict[str, str] = field(default_factory=dict)  # name -> final state
+    # (name, found_from) of pages the batch's pages link to, all at depth `child_depth`.
+    children: list[tuple[str, str]] = field(default_factory=list)
+    child_depth: int = 0
+    missing: list[str] = field(default_factory=list)  # upstream said NOT_FOUND just now
+    found: list[str] = field(default_factory=list)  # upstream returned them: not missing
+
+
+class Crawls:
+    """Reads and writes the crawl tables; writes take the store's write transaction."""
+
+    def __init__(
+        self, engine: Engine, writer: Callable[[], Connection], write_documents: WriteDocuments
+    ) -> None:
+        self.engine = engine
+        self._writer = writer
+        self._write_documents = write_documents
+        dialect = engine.dialect.name
+        frontier_insert = dialect_insert(dialect, crawl_frontier)
+        self._add_names = frontier_insert.on_conflict_do_nothing()
+        missing_insert = dialect_insert(dialect, missing_documents)
+        # A name missing again keeps when it was first found missing.
+        self._note_missing = missing_insert.on_conflict_do_update(
+            index_elements=["name"], set_={"checked_at": missing_insert.excluded.checked_at}
+        )
+        self._set_state = (
+            update(crawl_frontier)
+            .where(
+                crawl_frontier.c.crawl_id == bindparam("cid"),
+                crawl_frontier.c.name == bindparam("n"),
+            )
+            .values(state=bindparam("s"))
+        )
+
+    def begin(
+        self, key: str, spec_json: str, seeds: Sequence[str], *, now: float, max_docs: int | None
+    ) -> CrawlStart:
+        """The crawl described by `key`: continued if unfinished, else a new pass; its failed
+        names queued again and its seeds added (up to `max_docs` names in all)."""
+        with self._writer() as conn, conn.begin():
+            row = conn.execute(
+                select(crawls.c.id, crawls.c.finished_at, crawls.c.searched).where(
+                    crawls.c.key == key
+                )
+            ).first()
+            resumed = row is not None and row.finished_at is None
+            if row is None:
+                inserted = conn.execute(
+                    crawls.insert().values(
+                        key=key,
+                        spec_json=spec_json,
+                        started_at=now,
+                        updated_at=now,
+                        searched=0,
+                        next_seq=0,
+                    )
+                ).inserted_primary_key
+                assert inserted is not None  # an INSERT of one row reports its key
+                crawl_id = inserted[0]
+            else:
+                crawl_id = row.id
+                if not resumed:
+                    # The last pass finished: walk again (stored pages cost no request).
+                    conn.execute(
+                        delete(crawl_frontier).where(crawl_frontier.c.crawl_id == crawl_id)
+                    )
+                    conn.execute(
+                        update(crawls)
+                        .where(crawls.c.id == crawl_id)
+                        .values(
+                            started_at=now, updated_at=now, finished_at=None, searched=0, next_seq=0
+                        )
+                    )
+            conn.execute(
+                update(crawl_frontier)
+                .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state == FAILED)
+                .values(state=QUEUED)
+            )
+            self._add(conn, crawl_id, [(s, "seed") for s in seeds], 0, max_docs)
+            searched = bool(row.searched) if resumed and row is not None else False
+        return CrawlStart(id=int(crawl_id), resumed=resumed, searched=searched)
+
+    def add_found(
+        self,
+        crawl_id: int,
+        names: Sequence[tuple[str, str]],
+        *,
+        max_docs: int | None,
+        now: float,
+    ) -> int:
+        """Add search results at depth 0 and mark the pass's search discovery done, in one
+        transaction; returns how many names were new."""
+        with self._writer() as conn, conn.begin():
+            added = self._add(conn, crawl_id, names, 0, max_docs)
+            conn.execute(
+                update(crawls).where(crawls.c.id == crawl_id).values(searched=1, updated_at=now)
+            )
+        return added
+
+    def _add(
+        self,
+        conn: Connection,
+        crawl_id: int,
+        names: Sequence[tuple[str, str]],
+        depth: int,
+        max_docs: int | None,
+    ) -> int:
+        """Insert the names not yet in the frontier (first ones first, within `max_docs`)."""
+        wanted: dict[str, str] = {}
+        for name, found_from in names:
+            wanted.setdefault(name, found_from)  # where it was first found, in order
+        if not wanted:
+            return 0
+        # Lock the crawl's row first: its seq counter orders the frontier, and on PostgreSQL
+        # two workers' batches must not take the same numbers (SQLite's writer is alone).
+        next_seq = conn.execute(
+            select(crawls.c.next_seq).where(crawls.c.id == crawl_id).with_for_update()
+        ).scalar_one()
+        known: set[str] = set()
+        listed = list(wanted)
+        for start in range(0, len(listed), _CHUNK):
+            part = listed[start : start + _CHUNK]
+            known.update(
+                conn.execute(
+                    select(crawl_frontier.c.name).where(
+                        crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.name.in_(part)
+                    )
+                ).scalars()
+            )
+        new = [n for n in listed if n not in known]
+        if max_docs is not None and new:
+            count = conn.execute(
+                select(func.count()).where(crawl_frontier.c.crawl_id == crawl_id)
+            ).scalar_one()
+            new = new[: max(0, max_docs - count)]
+        if not new:
+            return 0
+        conn.execute(
+            self._add_names,
+            [
+                {
+                    "crawl_id": crawl_id,
+                    "name": name,
+                    "depth": depth,
+                    "seq": next_seq + i,
+                    "state": QUEUED,
+                    "found_from": wanted[name],
+                }
+                for i, name in enumerate(new)
+            ],
+        )
+        conn.execute(
+            update(crawls).where(crawls.c.id == crawl_id).values(next_seq=next_seq + len(new))
+        )
+        return len(new)
+
+    def pending_depth(self, crawl_id: int) -> int | None:
+        """The shallowest depth with queued names (None: nothing is queued)."""
+        with self.engine.connect() as conn:
+            depth = conn.execute(
+                select(func.min(crawl_frontier.c.depth)).where(
+                    crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state == QUEUED
+                )
+            ).scalar()
+        return None if depth is None else int(depth)
+
+    def queued(
+        self, crawl_id: int, depth: int, after_seq: int, limit: int
+    ) -> list[tuple[int, str]]:
+        """(seq, name) of up to `limit` queued names at `depth` after `after_seq`, in order."""
+        query = (
+            select(crawl_frontier.c.seq, crawl_frontier.c.name)
+            .where(
+                and_(
+                    crawl_frontier.c.crawl_id == crawl_id,
+                    crawl_frontier.c.state == QUEUED,
+                    crawl_frontier.c.depth == depth,
+                    crawl_frontier.c.seq > after_seq,
+                )
+            )
+            .order_by(crawl_frontier.c.seq)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [(int(seq), str(name)) for seq, name in conn.execute(query)]
+
+    def commit(
+        self,
+        crawl_id: int,
+        changes: BatchChanges,
+        *,
+        fetched_at: float,
+        upstream: str,
+        max_docs: int | None,
+    ) -> int:
+        """Write one batch: documents, states, new names, missing names: all or nothing.
+        Returns how many names the frontier gained."""
+        added = 0
+        with self._writer() as conn, conn.begin():
+            if changes.documents:
+                self._write_documents(conn, changes.documents, fetched_at, upstream)
+            if changes.states:
+                conn.execute(
+                    self._set_state,
+                    [{"cid": crawl_id, "n": n, "s": s} for n, s in changes.states.items()],
+                )
+            if changes.children:
+                added = self._add(conn, crawl_id, changes.children, changes.child_depth, max_docs)
+            if changes.missing:
+                conn.execute(
+                    self._note_missing,
+                    [
+                        {"name": n, "first_missing_at": fetched_at, "checked_at": fetched_at}
+                        for n in changes.missing
+                    ],
+                )
+            if changes.found:
+                conn.execute(
+                    delete(missing_documents).where(missing_documents.c.name.in_(changes.found))
+                )
+            conn.execute(
+                update(crawls).where(crawls.c.id == crawl_id).values(updated_at=fetched_at)
+            )
+        return added
+
+    def requeue_failed(self, crawl_id: int, depth: int) -> int:
+        """Queue the failed names at `depth` again; returns how many."""
+        with self._writer() as conn, conn.begin():
+            result = conn.execute(
+                update(crawl_frontier)
+                .where(
+                    crawl_frontier.c.crawl_id == crawl_id,
+                    crawl_frontier.c.state == FAILED,
+                    crawl_frontier.c.depth == depth,
+                )
+                .values(state=QUEUED)
+            )
+        return int(result.rowcount or 0)
+
+    def counts(self, crawl_id: int) -> dict[str, int]:
+        """How many names are in each state."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(crawl_frontier.c.state, func.count())
+                .where(crawl_frontier.c.crawl_id == crawl_id)
+                .group_by(crawl_frontier.c.state)
+            )
+            return {str(state): int(n) for state, n in rows}
+
+    def names_in(self, crawl_id: int, states: Iterable[str]) -> list[str]:
+        """The names in any of `states`, in frontier order."""
+        query = (
+            select(crawl_frontier.c.name)
+            .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state.in_(list(states)))
+            .order_by(crawl_frontier.c.depth, crawl_frontier.c.seq)
+        )
+        with self.engine.connect() as conn:
+            return [str(n) for n in conn.execute(query).scalars()]
+
+    def finish(self, crawl_id: int, *, now: float) -> bool:
+        """Mark the pass finished if nothing is queued or failed; True if it was."""
+        with self._writer() as conn, conn.begin():
+            open_names = conn.execute(
+                select(func.count()).where(
+                    crawl_frontier.c.crawl_id == crawl_id,
+                    crawl_frontier.c.state.in_([QUEUED, FAILED]),
+                )
+            ).scalar_one()
+            if open_names:
+                return False
+            conn.execute(
+                update(crawls)
+                .where(crawls.c.id == crawl_id)
+                .values(finished_at=now, updated_at=now)
+            )
+        return True
+
+    def known_missing(self, names: Sequence[str], *, checked_since: float | None) -> set[str]:
+        """Which of `names` upstream was found to lack (at or after `checked_since`, if given)."""
+        if not names:
+            return set()
+        query = select(missing_documents.c.name).where(missing_documents.c.name.in_(list(names)))
+        if checked_since is not None:
+            query = query.where(missing_documents.c.checked_at >= checked_since)
+        with self.engine.connect() as conn:
+            return {str(n) for n in conn.execute(query).scalars()}
