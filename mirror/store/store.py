@@ -23,6 +23,7 @@ from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
     from ..search.filters import Node
+    from .buckets import Buckets
     from .fts import LocalHit
     from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
@@ -128,7 +129,8 @@ class Store:
                 self.engine.url, pool_size=concurrency + POOL_RESERVE, readonly=self.readonly
             ),
         )
-        self.__dict__.pop("recordings", None)  # it holds the old engine
+        for held in ("recordings", "buckets"):  # they hold the old engine
+            self.__dict__.pop(held, None)
         old.dispose()
 
     def _close_idle(self) -> None:
@@ -144,6 +146,13 @@ class Store:
         from .recordings import Recordings
 
         return Recordings(self.engine, self._writer)
+
+    @cached_property
+    def buckets(self) -> Buckets:
+        """Quota buckets shared by every process pacing its upstream calls on this store."""
+        from .buckets import Buckets
+
+        return Buckets(self.engine, self._writer)
 
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""
