@@ -7,9 +7,11 @@ import random
 
 import pytest
 
-from mirror.config import Settings
+from mirror.config import ENV_QUOTA_WINDOW, Settings
+from mirror.errors import ConfigError
 from mirror.models import BucketState
 from mirror.upstream import open_upstream
+from mirror.upstream.factory import quota_rule
 from mirror.upstream.pacing import (
     MIN_FACTOR,
     SLACK,
@@ -261,3 +263,31 @@ def test_a_client_counts_its_retries_429s_and_quota_waits(emulator: Emulator) ->
     assert stats.quota_wait_seconds == pytest.approx(6.0)
     assert stats.backoff_seconds == pytest.approx(4.0)
     assert stats.to_json()["throttled"] == 2
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [(None, 60.0), ("10", 10.0), ("2s", 2.0), ("1m", 60.0)]
+)
+def test_the_quota_window_comes_from_the_environment(text: str | None, seconds: float) -> None:
+    env = {} if text is None else {ENV_QUOTA_WINDOW: text}
+    settings = Settings.resolve(env, db="x.sqlite3")
+    assert settings.quota_window == seconds
+    # The per-minute quotas keep their meaning; the window decides how evenly they are spent.
+    assert quota_rule(settings, "get") == Rule.per_minute(100, seconds)
+
+
+@pytest.mark.parametrize("text", ["0", "0.5", "soon", "-3", "2h"])
+def test_an_impossible_quota_window_is_refused(text: str) -> None:
+    with pytest.raises(ConfigError, match=ENV_QUOTA_WINDOW):
+        Settings.resolve({ENV_QUOTA_WINDOW: text}, db="x.sqlite3")
+
+
+def test_each_quota_gets_its_rule() -> None:
+    settings = Settings(
+        db_url="sqlite://", get_per_minute=150, search_per_minute=30, quota_window=4
+    )
+    assert quota_rule(settings, "get") == Rule(10, 4.0)
+    assert quota_rule(settings, "search") == Rule(2, 4.0)
