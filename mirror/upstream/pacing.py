@@ -90,11 +90,6 @@ class Rule:
         """How far ahead of the TAT a call may start: the burst, in seconds."""
         return (self.burst - 1) * self.interval
 
-    @property
-    def per_minute_rate(self) -> float:
-        """Calls per minute this rule sustains at the full rate."""
-        return 60.0 / self.interval
-
 
 def factor_at(state: BucketState, rule: Rule, now: float) -> float:
     """The share of the full rate in force at `now`: lowered by 429s, recovering since."""
@@ -164,11 +159,6 @@ class Pacer:
     ) -> Pacer:
         """A pacer that enforces `rule`."""
         return cls(rule.limit, rule.window, clock, sleep, burst=rule.burst)
-
-    @property
-    def state(self) -> BucketState | None:
-        """The bucket as it stands (None before the first call)."""
-        return self._state
 
     def acquire(self) -> float:
         """Wait until a call may start under the quota; return the seconds waited."""
