@@ -265,6 +265,28 @@ def test_a_client_counts_its_retries_429s_and_quota_waits(emulator: Emulator) ->
     assert stats.to_json()["throttled"] == 2
 
 
+def test_waiting_for_the_quota_does_not_use_up_the_retry_deadline(emulator: Emulator) -> None:
+    # At 1 call/min every call waits 60.5 s for its slot, past the 60 s retry deadline: the
+    # deadline is for upstream failing, so a call that waited its turn still gets its tries.
+    t = FakeTime()
+    settings = Settings(
+        db_url="sqlite://", upstream=emulator.base_url, api_key="test-key", get_per_minute=1
+    )
+    upstream = open_upstream(settings, retry=RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock))
+    name = "documents/www.tensorflow.org/README"
+    try:
+        upstream.batch_get([name])
+        emulator.inject(Fault("status", status=503), times=1)
+        assert [d.name for d in upstream.batch_get([name])] == [name]
+        stats = upstream.stats
+    finally:
+        upstream.close()
+    # Paced 60.5 s, a 503, backoff 1 s, paced again (the slot after), then the answer.
+    assert t.slept == pytest.approx([60.5, 1.0, 59.5])
+    assert (stats.calls, stats.retries) == (3, 1)
+    assert stats.quota_wait_seconds == pytest.approx(120.0)
+
+
 # -- settings ---------------------------------------------------------------------------------
 
 

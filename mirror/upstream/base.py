@@ -88,14 +88,20 @@ class HttpUpstream:
         """Run `attempt` under the retry policy, pacing every try (each one spends quota)."""
         pacer = self._pacers[quota.bucket] if quota.bucket else None
         stats = self._stats
+        paced_for = 0.0
 
         def paced(seconds_left: float) -> T:
+            nonlocal paced_for
             waited = pacer.acquire() if pacer else 0.0
             if waited > 0:
                 log.debug("%s: paced %.2f s to stay under the quota", what, waited)
+                # Waiting our turn is not upstream failing: the retry deadline does not count
+                # it, so a long queue for a shared quota (or another process's Retry-After)
+                # cannot use up this call's deadline before its first try.
+                paced_for += waited
             stats.called(max(waited, 0.0))
             try:
-                return attempt(max(seconds_left - waited, 0.001))
+                return attempt(seconds_left)
             except Transient as exc:
                 if is_quota(exc):
                     stats.throttled()
@@ -109,7 +115,9 @@ class HttpUpstream:
             stats.retrying(seconds, for_quota=is_quota(exc))
 
         try:
-            return call_with_retry(self._retry, what, paced, quota, on_retry)
+            return call_with_retry(
+                self._retry, what, paced, quota, on_retry, paused=lambda: paced_for
+            )
         except AuthError as exc:
             if self._key:
                 raise

@@ -177,16 +177,18 @@ def call_with_retry(
     attempt: Callable[[float], T],
     quota: Quota = GET_QUOTA,
     on_retry: Callable[[BaseException | None, float], None] | None = None,
+    paused: Callable[[], float] | None = None,
 ) -> T:
     """Run `attempt(seconds_left)` until it succeeds, fails for good, or the policy gives up
-    (`on_retry(error, seconds)`: told before each wait for a retry, e.g. to count it)."""
+    (`on_retry(error, seconds)`: told before each wait for a retry, e.g. to count it;
+    `paused()`: seconds spent so far that the deadline does not count, e.g. quota pacing)."""
     start = policy.clock()
 
     def worth_retrying(exc: BaseException) -> bool:
         return is_transient(exc) and (quota.wait_for_refill or not is_quota(exc))
 
     def elapsed() -> float:
-        return policy.clock() - start
+        return policy.clock() - start - (paused() if paused else 0.0)
 
     def one() -> T:
         # The attempt bounds its own timeouts by this, so one slow answer cannot
