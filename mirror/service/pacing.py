@@ -4,6 +4,9 @@ Two CI jobs, or `dk-mirror serve --allow-fetch` and a fetch on one machine, draw
 upstream quota. Each keeps its bucket (mirror/upstream/pacing.py: the rule) in a row of the
 store, reserves its next call slot in one short write transaction, and sleeps outside it. A
 store that cannot be written (read-only) paces in this process only, and says so.
+
+Times in the row are Unix time, the one clock processes share; on a PostgreSQL store used
+from several machines their clocks must agree (NTP) to within a fraction of the slack.
 """
 
 from __future__ import annotations
