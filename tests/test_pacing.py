@@ -249,13 +249,21 @@ def test_a_client_counts_its_retries_429s_and_quota_waits(emulator: Emulator) ->
     emulator.inject(Fault("status", status=429, retry_after="3"), times=2)
     emulator.inject(Fault("status", status=503), times=1)
     settings = Settings(db_url="sqlite://", upstream=emulator.base_url, api_key="test-key")
-    upstream = open_upstream(settings, retry=RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock))
+    seen: list[int] = []  # what a progress display polling during each wait would show
+
+    def sleep(seconds: float) -> None:
+        seen.append(upstream.stats.waiting_for_quota)
+        t.sleep(seconds)
+
+    upstream = open_upstream(settings, retry=RetryPolicy(jitter=0.0, sleep=sleep, clock=t.clock))
     try:
         assert upstream.stats.calls == 0
         upstream.batch_get(["documents/www.tensorflow.org/README"])
         stats = upstream.stats
     finally:
         upstream.close()
+    assert seen == [1, 1, 0]  # waiting for quota after each 429; not in the 503's backoff
+    assert stats.waiting_for_quota == 0
     # 429, 429 (Retry-After 3 s each), 503 (backoff 4 s: the third retry), then the answer;
     # each try after a 429 starts as Retry-After ends, and the slowed bucket is free by then.
     assert t.slept == [3.0, 3.0, 4.0]
@@ -272,7 +280,13 @@ def test_waiting_for_the_quota_does_not_use_up_the_retry_deadline(emulator: Emul
     settings = Settings(
         db_url="sqlite://", upstream=emulator.base_url, api_key="test-key", get_per_minute=1
     )
-    upstream = open_upstream(settings, retry=RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock))
+    seen: list[int] = []
+
+    def sleep(seconds: float) -> None:
+        seen.append(upstream.stats.waiting_for_quota)
+        t.sleep(seconds)
+
+    upstream = open_upstream(settings, retry=RetryPolicy(jitter=0.0, sleep=sleep, clock=t.clock))
     name = "documents/www.tensorflow.org/README"
     try:
         upstream.batch_get([name])
@@ -283,6 +297,7 @@ def test_waiting_for_the_quota_does_not_use_up_the_retry_deadline(emulator: Emul
         upstream.close()
     # Paced 60.5 s, a 503, backoff 1 s, paced again (the slot after), then the answer.
     assert t.slept == pytest.approx([60.5, 1.0, 59.5])
+    assert seen == [1, 0, 1] and stats.waiting_for_quota == 0  # "waiting for quota" when paced
     assert (stats.calls, stats.retries) == (3, 1)
     assert stats.quota_wait_seconds == pytest.approx(120.0)
 

@@ -89,10 +89,18 @@ class HttpUpstream:
         pacer = self._pacers[quota.bucket] if quota.bucket else None
         stats = self._stats
         paced_for = 0.0
+        # A call is "waiting for quota" in its pacer, and from a 429 until its retry's turn.
+        after_429 = False
 
         def paced(seconds_left: float) -> T:
-            nonlocal paced_for
-            waited = pacer.acquire() if pacer else 0.0
+            nonlocal paced_for, after_429
+            if not after_429:
+                stats.waiting(+1)
+            after_429 = False
+            try:
+                waited = pacer.acquire() if pacer else 0.0
+            finally:
+                stats.waiting(-1)
             if waited > 0:
                 log.debug("%s: paced %.2f s to stay under the quota", what, waited)
                 # Waiting our turn is not upstream failing: the retry deadline does not count
@@ -112,7 +120,11 @@ class HttpUpstream:
                 raise
 
         def on_retry(exc: BaseException | None, seconds: float) -> None:
+            nonlocal after_429
             stats.retrying(seconds, for_quota=is_quota(exc))
+            if is_quota(exc):
+                stats.waiting(+1)  # until the retry has its slot
+                after_429 = True
 
         try:
             return call_with_retry(
@@ -129,6 +141,9 @@ class HttpUpstream:
                 code=exc.code,
                 hint=f"set {ENV_API_KEY} to a Developer Knowledge API key, or use --offline",
             ) from None
+        finally:
+            if after_429:  # interrupted during a Retry-After wait: no longer waiting
+                stats.waiting(-1)
 
 
 def parse_document(data: object, what: str) -> Document:

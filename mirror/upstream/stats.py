@@ -20,6 +20,7 @@ class UpstreamStats:
     throttled: int = 0  # 429 RESOURCE_EXHAUSTED answers
     quota_wait_seconds: float = 0.0  # waiting for the quota: pacing, and Retry-After after a 429
     backoff_seconds: float = 0.0  # waiting before retrying any other failure
+    waiting_for_quota: int = 0  # calls waiting for the quota right now (pacing or Retry-After)
 
     def to_json(self) -> dict[str, Any]:
         """As a progress line or a `--json` summary reports it."""
@@ -29,6 +30,7 @@ class UpstreamStats:
             "throttled": self.throttled,
             "quotaWaitSeconds": round(self.quota_wait_seconds, 3),
             "backoffSeconds": round(self.backoff_seconds, 3),
+            "waitingForQuota": self.waiting_for_quota,
         }
 
 
@@ -50,6 +52,11 @@ class CallStats:
             self._now = replace(
                 now, calls=now.calls + 1, quota_wait_seconds=now.quota_wait_seconds + paced_seconds
             )
+
+    def waiting(self, change: int) -> None:
+        """`change` calls began (+) or stopped (-) waiting for the quota."""
+        with self._lock:
+            self._now = replace(self._now, waiting_for_quota=self._now.waiting_for_quota + change)
 
     def throttled(self) -> None:
         """Upstream answered 429."""
