@@ -25,6 +25,8 @@ ENV_MAX_AGE = "DK_MIRROR_MAX_AGE"
 ENV_GET_RATE = "DK_MIRROR_GET_PER_MINUTE"
 ENV_SEARCH_RATE = "DK_MIRROR_SEARCH_PER_MINUTE"
 ENV_ANSWERS_PER_DAY = "DK_MIRROR_ANSWERS_PER_DAY"
+# The window (seconds) upstream counts the per-minute quotas over; shorter paces more evenly.
+ENV_QUOTA_WINDOW = "DK_MIRROR_QUOTA_WINDOW"
 # Bearer token `dk-mirror serve` requires of every request (required off loopback).
 ENV_SERVE_TOKEN = "DK_MIRROR_SERVE_TOKEN"
 # Largest document record (one JSON line) `import` and snapshot verify/import accept.
@@ -46,6 +48,7 @@ ENV_VARS = (
     ENV_GET_RATE,
     ENV_SEARCH_RATE,
     ENV_ANSWERS_PER_DAY,
+    ENV_QUOTA_WINDOW,
     ENV_SERVE_TOKEN,
     ENV_MAX_DOCUMENT_BYTES,
     ENV_KEEP_VERSIONS,
@@ -70,6 +73,11 @@ DEFAULT_SEARCH_PER_MINUTE = 100
 DEFAULT_ANSWERS_PER_DAY = 50
 # A page changes a few times a year; ten versions is years of history at a few pages' cost.
 DEFAULT_KEEP_VERSIONS = 10
+
+# Upstream counts the per-minute quotas over a minute; the pacer never lets any window of this
+# length hold more than its share of them. The bounds keep the bucket arithmetic meaningful.
+DEFAULT_QUOTA_WINDOW = 60.0
+QUOTA_WINDOW_RANGE = (1.0, 3600.0)
 DB_FILE = "dk-mirror.sqlite3"
 # The largest page in shared/corpus is under 100 KB as a JSON line; 16 MiB leaves room for any
 # real page while bounding what one hostile line can cost (memory is a few times this).
@@ -128,6 +136,24 @@ def document_limit(env: Mapping[str, str], given: int | None = None) -> int:
     )
 
 
+def quota_window(env: Mapping[str, str]) -> float:
+    """The quota window from the environment (a duration: `60`, `10s`, `1m`), else a minute."""
+    text = env.get(ENV_QUOTA_WINDOW, "").strip()
+    if not text:
+        return DEFAULT_QUOTA_WINDOW
+    low, high = QUOTA_WINDOW_RANGE
+    try:
+        seconds = parse_duration(text)
+    except InvalidInput:
+        seconds = -1.0
+    if not low <= seconds <= high:
+        raise ConfigError(
+            f"{ENV_QUOTA_WINDOW}={text!r} is not a duration from {low:g} s to {high:g} s",
+            hint=f"unset it to use the default ({DEFAULT_QUOTA_WINDOW:g} s, a minute)",
+        )
+    return seconds
+
+
 def default_home() -> Path:
     """The user data directory for this platform (XDG on Linux)."""
     import platformdirs  # deferred: only needed when no DK_MIRROR_HOME/--db is given
@@ -157,6 +183,7 @@ class Settings:
     get_per_minute: int = DEFAULT_GET_PER_MINUTE
     search_per_minute: int = DEFAULT_SEARCH_PER_MINUTE
     answers_per_day: int = DEFAULT_ANSWERS_PER_DAY
+    quota_window: float = DEFAULT_QUOTA_WINDOW
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     keep_versions: int = DEFAULT_KEEP_VERSIONS
 
@@ -219,6 +246,7 @@ class Settings:
         get_rate = _count(env, ENV_GET_RATE, DEFAULT_GET_PER_MINUTE, minimum=1)
         search_rate = _count(env, ENV_SEARCH_RATE, DEFAULT_SEARCH_PER_MINUTE, minimum=1)
         answers = _count(env, ENV_ANSWERS_PER_DAY, DEFAULT_ANSWERS_PER_DAY, minimum=0)
+        window = quota_window(env)
         return cls(
             db_url=db_url,
             upstream=base,
@@ -230,6 +258,7 @@ class Settings:
             get_per_minute=get_rate,
             search_per_minute=search_rate,
             answers_per_day=answers,
+            quota_window=window,
             max_document_bytes=document_limit(env, max_document_bytes),
             keep_versions=keep_versions
             if keep_versions is not None

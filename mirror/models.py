@@ -297,6 +297,18 @@ def rfc3339(epoch: float | None) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
+class BucketState:
+    """One upstream quota bucket's pacing state, shared through the store by every process.
+
+    The rule that reads and moves it is mirror/upstream/pacing.py (`reserve`, `slow_down`).
+    """
+
+    tat: float  # "theoretical arrival time": when the bucket is next empty, in clock seconds
+    factor: float = 1.0  # the share of the quota's rate in force after a 429 (1: full rate)
+    slowed_at: float = 0.0  # when `factor` was last lowered; it climbs back from then on
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """One line of a listing: a document's metadata without its content."""
 

@@ -137,6 +137,9 @@ class Emulator(SearchSurface, McpSurface):
         self.mcp_require_session = False
         self.mcp_error_style = "iserror"
         self.quota_per_minute: dict[str, int] = {}  # keys: "get" (Get+BatchGet), "search", "answer"
+        # Seconds each quota_per_minute limit counts over: a minute, as upstream does; tests of
+        # pacing shorten it (with DK_MIRROR_QUOTA_WINDOW to match) so they run in seconds.
+        self.quota_window = 60.0
         self.answer_quota_per_day: int | None = None
         self.clock: Callable[[], float] = time.monotonic  # for the per-minute windows
         self.requests: list[Recorded] = []
@@ -232,6 +235,7 @@ class Emulator(SearchSurface, McpSurface):
         self, method: str, raw_path: str, headers: Iterable[tuple[str, str]], body: bytes
     ) -> Recorded:
         rec = emulator_http.parse_request(method, raw_path, headers, body)
+        rec.at = self.clock()
         with self._lock:
             self.requests.append(rec)
         return rec
@@ -371,10 +375,11 @@ class Emulator(SearchSurface, McpSurface):
             now = self.clock()
             limit = self.quota_per_minute.get(kind)
             window = self._usage.setdefault(kind, deque())
-            while window and window[0] <= now - 60:
+            span = self.quota_window
+            while window and window[0] <= now - span:
                 window.popleft()
             if limit is not None and len(window) >= limit:
-                metric, wait = f"{kind} requests", max(1, math.ceil(window[0] + 60 - now))
+                metric, wait = f"{kind} requests", max(1, math.ceil(window[0] + span - now))
                 quota = f"{kind}RequestsPerMinutePerProject"
                 raise emulator_http.quota_exceeded(metric, f"{metric} per minute", quota, wait)
             daily = self.answer_quota_per_day

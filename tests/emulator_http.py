@@ -55,6 +55,8 @@ class Recorded:
     json: Any = None
     jsonrpc_method: str | None = None
     tool: str | None = None
+    at: float = 0.0  # the emulator's clock when the request arrived
+    status: int = 0  # the HTTP status it was answered with (0: none, e.g. a dropped connection)
 
 
 class ApiError(Exception):
@@ -272,6 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # an emulator bug must still answer, visibly
             reply = error_reply(ApiError(500, f"emulator error: {exc!r}"))
         status, headers, body = reply
+        rec.status = status
         cut = fault is not None and kind == "truncate"
         if cut and fault is not None and fault.framing == "exact":
             body, cut = body[: len(body) // 2], False  # honest framing around half a body

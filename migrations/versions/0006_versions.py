@@ -1,7 +1,7 @@
 """versions: document history (content stored once per sha256) and documents gone upstream
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 
 Every stored document with content becomes its own version 1, so an existing store carries
 its documents forward with their history starting where the store stands. Only metadata is
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

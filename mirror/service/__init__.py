@@ -41,7 +41,9 @@ if TYPE_CHECKING:
     from ..store.reader import Reader
     from ..store.store import Store
     from ..upstream import Upstream
+    from ..upstream.pacing import Pacing
     from ..upstream.retry import RetryPolicy
+    from ..upstream.stats import UpstreamStats
     from .answers import AnswerResult
     from .ci import CheckReport, ImportReport, SyncReport
     from .crawl import CrawlOptions, CrawlProgress, CrawlReport, CrawlSpec
@@ -157,8 +159,26 @@ class Mirror:
         if self._upstream is None:
             from ..upstream import open_upstream
 
-            self._upstream = open_upstream(self.settings, retry=self._retry)
+            self._upstream = open_upstream(
+                self.settings, retry=self._retry, pacers=self._shared_pacers()
+            )
         return self._upstream
+
+    def _shared_pacers(self) -> dict[str, Pacing] | None:
+        """Quota buckets shared through the store (None before it is open: in-process ones)."""
+        if self._store is None:
+            return None
+        from .pacing import pacers
+
+        return pacers(self._store, self.settings, self._retry)
+
+    def upstream_stats(self) -> UpstreamStats:
+        """Upstream calls so far: retries, 429s, seconds waiting for quota (for progress)."""
+        if self._upstream is None:
+            from ..upstream.stats import UpstreamStats
+
+            return UpstreamStats()
+        return self._upstream.stats
 
     def prepare(self, *, online: bool, concurrency: int | None = None) -> None:
         """Open the store (and, when `online`, the upstream client) before serving requests.

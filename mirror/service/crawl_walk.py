@@ -88,7 +88,7 @@ class Walk:
         # One committing worker at a time: threads then queue in order on this lock rather
         # than polling SQLite's busy handler, which can starve one past its timeout.
         self._commit = threading.Lock()
-        self._activity_start = upstream.activity.snapshot()
+        self._stats_start = upstream.stats
         self.counts = self.crawls.counts(crawl_id)
         self.error: UpstreamError | None = None
         self.stopped: str | None = None
@@ -175,19 +175,19 @@ class Walk:
 
     def progress(self, in_flight: int) -> CrawlProgress:
         """The progress now."""
-        activity = self.upstream.activity.snapshot()
+        stats = self.upstream.stats
         known = sum(self.counts.values())
         return CrawlProgress(
             done=known - self.counts.get(State.QUEUED, 0),
             known=known,
             fetched=self.counts.get(State.FETCHED, 0),
-            retries=activity.retries - self._activity_start.retries,
-            quota_wait=activity.quota_wait - self._activity_start.quota_wait,
+            retries=stats.retries - self._stats_start.retries,
+            quota_wait=stats.quota_wait_seconds - self._stats_start.quota_wait_seconds,
             in_flight=in_flight,
         )
 
     def fill(self, report: CrawlReport) -> None:
-        """Write the crawl's counts (from the store) and this run's activity into `report`."""
+        """Write the crawl's counts (from the store) and this run's upstream stats into `report`."""
         counts = self.crawls.counts(self.crawl_id)
         report.known = sum(counts.values())
         report.fetched = counts.get(State.FETCHED, 0)
@@ -196,10 +196,10 @@ class Walk:
         report.queued = counts.get(State.QUEUED, 0)
         report.missing = self.crawls.names_in(self.crawl_id, [State.MISSING])
         report.failed = self.crawls.names_in(self.crawl_id, [State.FAILED])
-        activity = self.upstream.activity.snapshot()
-        report.requests = activity.attempts - self._activity_start.attempts
-        report.retries = activity.retries - self._activity_start.retries
-        report.quota_wait = activity.quota_wait - self._activity_start.quota_wait
+        stats = self.upstream.stats
+        report.requests = stats.calls - self._stats_start.calls
+        report.retries = stats.retries - self._stats_start.retries
+        report.quota_wait = stats.quota_wait_seconds - self._stats_start.quota_wait_seconds
         report.error = self.error if report.failed or self.stopped else None
         report.stopped = self.stopped
 

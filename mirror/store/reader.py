@@ -36,6 +36,7 @@ from .rows import cached_document
 
 if TYPE_CHECKING:
     from ..search.filters import Node
+    from .buckets import Buckets
     from .fts import LocalHit
     from .recorded import RecordedAnswer, RecordedPage
     from .store import Store
@@ -206,6 +207,16 @@ class Reader:
         return ReaderRecordings(self)
 
     # -- everything else: the full Store ---------------------------------------------------
+
+    @property
+    def readonly(self) -> bool:
+        """Opened read-only: the full Store, when needed, may not write either."""
+        return self._readonly
+
+    @property
+    def buckets(self) -> Buckets:
+        """Quota buckets shared by every process on the store (through the full Store)."""
+        return self.full().buckets
 
     def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
         """Write documents (through the full Store)."""

@@ -44,3 +44,17 @@ quota_usage = Table(
     Column("period", String(20), primary_key=True),
     Column("used", Integer, nullable=False),
 )
+
+# One token bucket per upstream quota, shared by every process on the store (GCRA state:
+# mirror/upstream/pacing.py). Keyed by the upstream URL too: two upstreams, two quotas.
+quota_buckets = Table(
+    "quota_buckets",
+    metadata,
+    Column("upstream", String(400), primary_key=True),
+    Column("bucket", String(40), primary_key=True),
+    # When the bucket is next empty (Unix time, seconds): each call moves it on one interval.
+    Column("tat", Float, nullable=False),
+    # The share of the quota's rate in force after a 429, and when it was lowered.
+    Column("rate_factor", Float, nullable=False),
+    Column("slowed_at", Float, nullable=False),
+)

@@ -33,6 +33,7 @@ from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
     from ..search.filters import Node
+    from .buckets import Buckets
     from .crawls import Crawls
     from .fts import LocalHit
     from .recordings import Recordings
@@ -149,8 +150,8 @@ class Store:
                 self.engine.url, pool_size=concurrency + POOL_RESERVE, readonly=self.readonly
             ),
         )
-        self.__dict__.pop("recordings", None)  # these hold the old engine
-        self.__dict__.pop("crawls", None)
+        for held in ("recordings", "buckets", "crawls"):  # they hold the old engine
+            self.__dict__.pop(held, None)
         old.dispose()
 
     def _close_idle(self) -> None:
@@ -174,6 +175,13 @@ class Store:
 
         # A crawl's batch writes its documents in its own transaction: hand it the writer.
         return Crawls(self.engine, self._writer, self._write_batch)
+
+    @cached_property
+    def buckets(self) -> Buckets:
+        """Quota buckets shared by every process pacing its upstream calls on this store."""
+        from .buckets import Buckets
+
+        return Buckets(self.engine, self._writer)
 
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""

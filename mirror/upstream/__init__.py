@@ -6,7 +6,7 @@ transports are loaded by `open_upstream`, so offline paths never import httpx.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..limits import MAX_NAMES
@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     import httpx
 
     from ..config import Settings
-    from .activity import Activity
+    from .pacing import Pacing
     from .retry import RetryPolicy
+    from .stats import UpstreamStats
 
 # BatchGetDocuments accepts at most this many names per call (limits.py holds the API's limits).
 MAX_BATCH = MAX_NAMES
@@ -27,7 +28,11 @@ class Upstream(Protocol):
     """What the service needs from an upstream, whatever the transport."""
 
     label: str  # where documents come from, e.g. "rest https://developerknowledge.googleapis.com"
-    activity: Activity  # attempts, retries and quota waits so far (progress displays)
+
+    @property
+    def stats(self) -> UpstreamStats:
+        """Calls, retries, 429s and seconds spent waiting for quota so far."""
+        ...
 
     def batch_get(self, names: Sequence[str], view: View = View.CONTENT) -> list[Document]:
         """Documents for at most 20 canonical names, in request order; NotFound if any is absent."""
@@ -58,8 +63,13 @@ def open_upstream(
     *,
     transport: httpx.BaseTransport | None = None,
     retry: RetryPolicy | None = None,
+    pacers: Mapping[str, Pacing] | None = None,
 ) -> Upstream:
-    """The upstream client `settings` ask for (REST or MCP), paced and retrying."""
+    """The upstream client `settings` ask for (REST or MCP), paced and retrying.
+
+    `pacers`: the quota buckets by name ("get", "search"), e.g. shared through the store;
+    by default each is a bucket in this process's memory.
+    """
     from .factory import build
 
-    return build(settings, transport=transport, retry=retry)
+    return build(settings, transport=transport, retry=retry, pacers=pacers)

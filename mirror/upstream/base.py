@@ -12,9 +12,9 @@ from .. import limits
 from ..config import DEFAULT_SEARCH_PER_MINUTE, ENV_API_KEY
 from ..errors import AuthError, ProtocolError
 from ..models import Document
-from .activity import Activity
-from .pacing import Pacer
-from .retry import GET_QUOTA, Quota, RetryPolicy, call_with_retry
+from .pacing import Pacer, Pacing
+from .retry import GET_QUOTA, Quota, RetryPolicy, Transient, call_with_retry, is_quota
+from .stats import CallStats, UpstreamStats
 
 log = logging.getLogger("mirror.upstream")
 
@@ -34,11 +34,11 @@ class HttpUpstream:
         base_url: str,
         api_key: str | None,
         client: httpx.Client,
-        pacer: Pacer,
+        pacer: Pacing,
         retry: RetryPolicy | None = None,
         *,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
-        search_pacer: Pacer | None = None,
+        search_pacer: Pacing | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.label = f"{self.kind} {self.base_url}"
@@ -48,14 +48,18 @@ class HttpUpstream:
         # One pacer per quota bucket: Search has a per-minute quota of its own, apart from
         # Get + BatchGet, so a crawl's fetches never hold up a search or the reverse. The
         # default shares the policy's clock and sleep, as the factory's pacers do.
-        self._pacers = {
+        self._pacers: dict[str, Pacing] = {
             "get": pacer,
             "search": search_pacer
             or Pacer(DEFAULT_SEARCH_PER_MINUTE, clock=self._retry.clock, sleep=self._retry.sleep),
         }
         self._timeout = timeout
-        # Retries and quota waits, for a crawl's progress line.
-        self.activity = Activity()
+        self._stats = CallStats()
+
+    @property
+    def stats(self) -> UpstreamStats:
+        """Calls, retries, 429s and seconds spent waiting so far (for a progress display)."""
+        return self._stats.snapshot()
 
     def __repr__(self) -> str:
         # Never the key: reprs end up in logs and tracebacks.
@@ -83,19 +87,49 @@ class HttpUpstream:
     def _paced_retry(self, what: str, attempt: Callable[[float], T], quota: Quota = GET_QUOTA) -> T:
         """Run `attempt` under the retry policy, pacing every try (each one spends quota)."""
         pacer = self._pacers[quota.bucket] if quota.bucket else None
-        tries = 0
+        stats = self._stats
+        paced_for = 0.0
+        # A call is "waiting for quota" in its pacer, and from a 429 until its retry's turn.
+        after_429 = False
 
         def paced(seconds_left: float) -> T:
-            nonlocal tries
-            waited = pacer.acquire() if pacer else 0.0
-            tries += 1
-            self.activity.attempt(retry=tries > 1, waited=waited)
-            if waited:
+            nonlocal paced_for, after_429
+            if not after_429:
+                stats.waiting(+1)
+            after_429 = False
+            try:
+                waited = pacer.acquire() if pacer else 0.0
+            finally:
+                stats.waiting(-1)
+            if waited > 0:
                 log.debug("%s: paced %.2f s to stay under the quota", what, waited)
-            return attempt(max(seconds_left - waited, 0.001))
+                # Waiting our turn is not upstream failing: the retry deadline does not count
+                # it, so a long queue for a shared quota (or another process's Retry-After)
+                # cannot use up this call's deadline before its first try.
+                paced_for += waited
+            stats.called(max(waited, 0.0))
+            try:
+                return attempt(seconds_left)
+            except Transient as exc:
+                if is_quota(exc):
+                    stats.throttled()
+                    if pacer:
+                        # Every later call (in every process sharing the bucket) slows down,
+                        # not only this one's retry, which waits Retry-After in any case.
+                        pacer.slow_down(exc.retry_after)
+                raise
+
+        def on_retry(exc: BaseException | None, seconds: float) -> None:
+            nonlocal after_429
+            stats.retrying(seconds, for_quota=is_quota(exc))
+            if is_quota(exc):
+                stats.waiting(+1)  # until the retry has its slot
+                after_429 = True
 
         try:
-            return call_with_retry(self._retry, what, paced, quota)
+            return call_with_retry(
+                self._retry, what, paced, quota, on_retry, paused=lambda: paced_for
+            )
         except AuthError as exc:
             if self._key:
                 raise
@@ -107,6 +141,9 @@ class HttpUpstream:
                 code=exc.code,
                 hint=f"set {ENV_API_KEY} to a Developer Knowledge API key, or use --offline",
             ) from None
+        finally:
+            if after_429:  # interrupted during a Retry-After wait: no longer waiting
+                stats.waiting(-1)
 
 
 def parse_document(data: object, what: str) -> Document:

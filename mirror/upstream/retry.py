@@ -166,7 +166,8 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (Transient, *_TRANSIENT_TRANSPORT))
 
 
-def _is_quota(exc: BaseException) -> bool:
+def is_quota(exc: BaseException | None) -> bool:
+    """True for a 429 (RESOURCE_EXHAUSTED) answer, as an attempt raises it to be retried."""
     return isinstance(exc, Transient) and isinstance(exc.error, QuotaExceeded)
 
 
@@ -175,15 +176,19 @@ def call_with_retry(
     what: str,
     attempt: Callable[[float], T],
     quota: Quota = GET_QUOTA,
+    on_retry: Callable[[BaseException | None, float], None] | None = None,
+    paused: Callable[[], float] | None = None,
 ) -> T:
-    """Run `attempt(seconds_left)` until it succeeds, fails for good, or the policy gives up."""
+    """Run `attempt(seconds_left)` until it succeeds, fails for good, or the policy gives up
+    (`on_retry(error, seconds)`: told before each wait for a retry, e.g. to count it;
+    `paused()`: seconds spent so far that the deadline does not count, e.g. quota pacing)."""
     start = policy.clock()
 
     def worth_retrying(exc: BaseException) -> bool:
-        return is_transient(exc) and (quota.wait_for_refill or not _is_quota(exc))
+        return is_transient(exc) and (quota.wait_for_refill or not is_quota(exc))
 
     def elapsed() -> float:
-        return policy.clock() - start
+        return policy.clock() - start - (paused() if paused else 0.0)
 
     def one() -> T:
         # The attempt bounds its own timeouts by this, so one slow answer cannot
@@ -211,6 +216,8 @@ def call_with_retry(
             _reason(exc),
             state.upcoming_sleep,
         )
+        if on_retry is not None:
+            on_retry(exc, state.upcoming_sleep)
 
     def give_up(state: RetryCallState) -> T:
         exc = state.outcome.exception() if state.outcome else None

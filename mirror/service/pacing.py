@@ -1,0 +1,124 @@
+"""Quota buckets shared through the store: every dk-mirror process on one store paces together.
+
+Two CI jobs, or `dk-mirror serve --allow-fetch` and a fetch on one machine, draw on one
+upstream quota. Each keeps its bucket (mirror/upstream/pacing.py: the rule) in a row of the
+store, reserves its next call slot in one short write transaction, and sleeps outside it. A
+store that cannot be written (read-only) paces in this process only, and says so.
+
+Times in the row are Unix time, the one clock processes share; on a PostgreSQL store used
+from several machines their clocks must agree (NTP) to within a fraction of the slack.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..config import Settings
+from ..errors import StoreError
+from ..models import BucketState
+from ..upstream.factory import in_process_pacer, quota_rule
+from ..upstream.pacing import Pacer, Pacing, Rule, reserve, slow_down
+from ..upstream.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from ..store.reader import Reader
+    from ..store.store import Store
+
+log = logging.getLogger("mirror.service")
+
+BUCKETS = ("get", "search")
+
+
+class SharedPacer:
+    """A quota bucket kept in the store: the calls of every process on it are paced together."""
+
+    def __init__(
+        self,
+        store: Store | Reader,
+        upstream: str,
+        bucket: str,
+        rule: Rule,
+        *,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+        fallback: Pacer,
+    ) -> None:
+        self.rule = rule
+        self._store = store
+        self._key = (upstream, bucket)
+        self._clock = clock
+        self._sleep = sleep
+        self._fallback = fallback
+        self._warned = False
+
+    def acquire(self) -> float:
+        """Reserve the next slot in the shared bucket, then wait for it; the seconds waited."""
+
+        def step(state: BucketState, now: float) -> tuple[BucketState, float]:
+            new, start = reserve(state, self.rule, now)
+            return new, start - now
+
+        try:
+            delay = self._store.buckets.change(*self._key, step, self._clock)
+        except StoreError as exc:
+            self._fell_back(exc)
+            return self._fallback.acquire()
+        # Outside the transaction: a sleeping caller holds no lock.
+        if delay > 0:
+            self._sleep(delay)
+        return delay
+
+    def slow_down(self, retry_after: float | None) -> None:
+        """Upstream answered 429: slow the shared bucket, so every process slows down."""
+        self._fallback.slow_down(retry_after)  # kept in step, in case the store fails later
+
+        def step(state: BucketState, now: float) -> tuple[BucketState, None]:
+            return slow_down(state, self.rule, now, retry_after), None
+
+        try:
+            self._store.buckets.change(*self._key, step, self._clock)
+        except StoreError as exc:
+            self._fell_back(exc)
+
+    def _fell_back(self, exc: StoreError) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "cannot keep the %s quota bucket in the store (%s); pacing this process's "
+                "calls only, so other dk-mirror processes on this store are not counted",
+                self._key[1],
+                exc.message,
+            )
+
+
+def pacers(
+    store: Store | Reader, settings: Settings, retry: RetryPolicy | None = None
+) -> dict[str, Pacing]:
+    """The quota buckets for an upstream client: shared through `store` when it is writable
+    (they sleep with the `retry` policy's sleep, so a test that patches waits never sleeps)."""
+    policy = retry or RetryPolicy()
+    local = {bucket: in_process_pacer(settings, bucket, policy) for bucket in BUCKETS}
+    if store.readonly:
+        log.info(
+            "the store is read-only: upstream calls are paced within this process only "
+            "(other dk-mirror processes on this store are not counted)"
+        )
+        return dict(local)
+    # The bucket is shared between processes, so its times must be ones they share: wall
+    # time. A test's fake clock is kept, so its waits stay decisions rather than sleeps.
+    clock = time.time if policy.clock is time.monotonic else policy.clock
+    return {
+        bucket: SharedPacer(
+            store,
+            settings.upstream,
+            bucket,
+            quota_rule(settings, bucket),
+            clock=clock,
+            sleep=policy.sleep,
+            fallback=local[bucket],
+        )
+        for bucket in BUCKETS
+    }

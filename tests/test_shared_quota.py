@@ -1,0 +1,260 @@
+"""One quota bucket shared through the store by every process on it: the row (threads, two
+stores on one file, a fake clock), the read-only fallback, and real `dk-mirror fetch`
+processes against the emulator enforcing a quota (a 2 s window so the runs take seconds)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mirror.config import ENV_GET_RATE, ENV_QUOTA_WINDOW, Settings
+from mirror.service import Mirror
+from mirror.service.pacing import SharedPacer, pacers
+from mirror.store.store import Store
+from mirror.upstream.pacing import Pacer, Rule, reserve
+from mirror.upstream.retry import RetryPolicy
+from tests.emulator import Emulator, Fault, Recorded
+from tests.emulator_fixtures import corpus_documents, synthetic_documents
+from tests.fakes import FakeTime
+from tests.test_pacing import most_in_any_window
+
+UP = "http://up.test"
+RULE = Rule(10, 9.5, burst=3)  # interval 1.25 s after a burst of 3
+
+
+@pytest.fixture
+def two_stores(db_url: str) -> Iterator[tuple[Store, Store]]:
+    """Two Stores (two engines, as two processes have) on one fresh SQLite file."""
+    first, second = Store.open(db_url), Store.open(db_url)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def shared(store: Store, clock: FakeTime, bucket: str = "get", upstream: str = UP) -> SharedPacer:
+    """A pacer on `store`'s bucket that waits on the fake clock."""
+    return SharedPacer(
+        store,
+        upstream,
+        bucket,
+        RULE,
+        clock=clock.clock,
+        sleep=clock.sleep,
+        fallback=Pacer.for_rule(RULE, clock=clock.clock, sleep=clock.sleep),
+    )
+
+
+# -- the row ------------------------------------------------------------------------------------
+
+
+def test_many_threads_on_two_stores_take_every_slot_exactly_once(
+    two_stores: tuple[Store, Store],
+) -> None:
+    # 8 threads, 4 per store (process), 96 reservations at one frozen instant: each must see
+    # the one before it, so the slots are exactly the schedule one bucket in memory makes.
+    now = 1000.0
+    frozen = FakeTime(now)
+    frozen.sleep = lambda _seconds: None  # type: ignore[method-assign]  # time stands still
+    pacers_ = [shared(store, frozen) for store in two_stores]
+    waits: list[float] = []
+    lock = threading.Lock()
+
+    def worker(pacer: SharedPacer) -> None:
+        for _ in range(12):
+            waited = pacer.acquire()
+            with lock:
+                waits.append(waited)
+
+    threads = [threading.Thread(target=worker, args=(pacers_[i % 2],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    expected, state = [], None
+    for _ in range(len(waits)):
+        state, start = reserve(state, RULE, now)
+        expected.append(start - now)
+    assert sorted(waits) == pytest.approx(expected)
+    assert two_stores[0].buckets.get(UP, "get") == two_stores[1].buckets.get(UP, "get")
+
+
+def test_a_429_seen_by_one_process_slows_the_other(two_stores: tuple[Store, Store]) -> None:
+    clock = FakeTime(500.0)
+    one, other = shared(two_stores[0], clock), shared(two_stores[1], clock)
+    assert one.acquire() == 0.0
+    one.slow_down(5.0)
+    # The other process has seen no 429, yet waits out Retry-After, then goes at half rate.
+    assert other.acquire() == pytest.approx(5.0)
+    assert other.acquire() == pytest.approx(2.5)
+    state = two_stores[1].buckets.get(UP, "get")
+    assert state is not None and state.factor == 0.5 and state.slowed_at == 500.0
+
+
+def test_each_upstream_and_quota_has_its_own_bucket(two_stores: tuple[Store, Store]) -> None:
+    clock = FakeTime(0.0)
+    store = two_stores[0]
+    for _ in range(RULE.burst):
+        shared(store, clock).acquire()
+    assert shared(store, clock).acquire() == pytest.approx(RULE.interval)  # the burst is spent
+    assert shared(store, clock, bucket="search").acquire() == 0.0
+    assert shared(store, clock, upstream="http://other.test").acquire() == 0.0
+    assert store.buckets.get(UP, "answer") is None
+
+
+# -- read-only stores: this process only, said in a log line ----------------------------------
+
+
+def test_a_read_only_store_paces_in_process_and_says_so(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    Store.open(db_url).close()  # created and migrated
+    store = Store.open(db_url, readonly=True)
+    caplog.set_level(logging.INFO, logger="mirror")
+    try:
+        chosen = pacers(store, Settings(db_url=db_url), RetryPolicy(sleep=lambda _s: None))
+        assert all(isinstance(p, Pacer) for p in chosen.values())
+        assert "read-only" in caplog.text and "within this process only" in caplog.text
+        # A shared pacer whose store refuses the write at run time falls back the same way.
+        clock = FakeTime(0.0)
+        pacer = shared(store, clock)
+        assert [pacer.acquire() for _ in range(4)] == pytest.approx([0, 0, 0, RULE.interval])
+        pacer.slow_down(10.0)
+        assert pacer.acquire() == pytest.approx(10.0)  # Retry-After is still honoured
+        assert caplog.text.count("cannot keep the get quota bucket in the store") == 1
+    finally:
+        store.close()
+
+
+def test_an_online_read_only_mirror_checks_a_snapshot_without_writing(
+    db_url: str, emulator: Emulator, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(db_url=db_url, upstream=emulator.base_url, api_key="test-key")
+    names = [d["name"] for d in corpus_documents("tensorflow.org")[:30]]
+    with Mirror(settings, retry=RetryPolicy(sleep=lambda _s: None)) as writer:
+        assert writer.upstream_stats().calls == 0
+        writer.fetch(names)
+        assert writer.upstream_stats().calls == 2  # 30 names: two batches
+        writer.export_snapshot(tmp_path / "pin.dkmirror", names=names)
+    before = _bucket_rows(db_url)
+    assert [row[1] for row in before] == ["get"]  # (upstream, bucket, tat, factor, slowed_at)
+    caplog.set_level(logging.INFO, logger="mirror")
+    with Mirror(settings, readonly=True, retry=RetryPolicy(sleep=lambda _s: None)) as reader:
+        report = reader.check_snapshot(tmp_path / "pin.dkmirror")
+        assert report.pinned == 30 and report.changed == [] and report.removed == []
+        assert reader.upstream_stats().calls == 2
+    assert "paced within this process only" in caplog.text
+    assert _bucket_rows(db_url) == before  # nothing written
+
+
+def _bucket_rows(db_url: str) -> list[tuple[object, ...]]:
+    path = db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return conn.execute("SELECT * FROM quota_buckets ORDER BY bucket").fetchall()
+
+
+# -- two real `dk-mirror fetch` processes on one store -----------------------------------------
+
+WINDOW = 2.0  # seconds: the emulator's quota window, and DK_MIRROR_QUOTA_WINDOW to match
+
+
+def _batch_gets(emu: Emulator) -> list[Recorded]:
+    return sorted((r for r in emu.requests if r.path.endswith(":batchGet")), key=lambda r: r.at)
+
+
+def _run_two_fetches(
+    emu: Emulator, db: Path, first: list[str], second: list[str], per_minute: int
+) -> None:
+    """Both fetches at once, on one store; each reads its names from stdin, given to both
+    at the same moment once they have started, so they really run side by side."""
+    Store.open(f"sqlite:///{db}").close()  # created and migrated before either starts
+    env = {
+        **os.environ,
+        "DK_MIRROR_DB": str(db),
+        "DK_MIRROR_UPSTREAM": emu.base_url,
+        "DEVELOPER_KNOWLEDGE_API_KEY": "test-key",
+        ENV_GET_RATE: str(per_minute),
+        ENV_QUOTA_WINDOW: str(WINDOW),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    logs = [(db.parent / f"out{i}.txt", db.parent / f"err{i}.txt") for i in range(2)]
+    procs = []
+    for out, err in logs:
+        with out.open("w") as stdout, err.open("w") as stderr:
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "mirror", "fetch", "--json", "--names-file", "-"],
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=stdout,
+                    stderr=stderr,
+                    text=True,
+                )
+            )
+    time.sleep(1.0)  # both start up (imports); they then block reading their names
+    for proc, names in zip(procs, (first, second), strict=True):
+        assert proc.stdin is not None
+        proc.stdin.write("\n".join(names) + "\n")
+    for proc in procs:  # end of input for both at once: both start fetching together
+        assert proc.stdin is not None
+        proc.stdin.close()
+    for proc, (out, err) in zip(procs, logs, strict=True):
+        assert proc.wait(timeout=120) == 0, err.read_text()
+        assert json.loads(out.read_text())["failed"] == [], out.read_text()
+
+
+def _stored(db: Path) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+
+def test_two_fetch_processes_on_one_store_stay_under_the_quota_together(tmp_path: Path) -> None:
+    docs = synthetic_documents(400)
+    names = [d["name"] for d in docs]
+    with Emulator(docs) as emu:
+        emu.quota_window = WINDOW
+        emu.quota_per_minute = {"get": 10}  # 10 calls per 2 s window, counted by the emulator
+        # The mirror is told the same quota: 300/min over 2 s windows is 10 per window.
+        _run_two_fetches(emu, tmp_path / "store.sqlite3", names[:200], names[200:], 300)
+        calls = _batch_gets(emu)
+    assert _stored(tmp_path / "store.sqlite3") == 400
+    assert [r.status for r in calls] == [200] * 20  # no 429: every call went through once
+    assert most_in_any_window([r.at for r in calls], WINDOW) <= 10
+    # The quota really bound them: 20 calls needed two windows and more, not one burst.
+    assert calls[-1].at - calls[0].at >= WINDOW
+    # And the two really ran side by side (else sharing would prove nothing).
+    by_process = [[r.at for r in calls if r.query["names"][0] in set(part)]
+                  for part in (names[:200], names[200:])]  # fmt: skip
+    assert by_process[0][0] < by_process[1][-1] and by_process[1][0] < by_process[0][-1]
+
+
+def test_a_429_slows_both_processes_and_retry_after_is_honoured(tmp_path: Path) -> None:
+    docs = synthetic_documents(480)
+    names = [d["name"] for d in docs]
+    mine, theirs = names[:160], names[160:]  # 8 batches and 16 batches
+    hit = mine[100]  # in the 6th batch of the first process, while the other is running
+    with Emulator(docs) as emu:
+        emu.inject(Fault("status", status=429, retry_after="1"), times=1, name=hit)
+        # 600/min over 2 s windows: 20 per window, 0.125 s apart; no quota enforced upstream.
+        _run_two_fetches(emu, tmp_path / "store.sqlite3", mine, theirs, 600)
+        calls = _batch_gets(emu)
+    assert _stored(tmp_path / "store.sqlite3") == 480
+    (refused,) = [r for r in calls if r.status == 429]
+    retried = [r for r in calls if hit in r.query["names"] and r.status == 200]
+    assert len(retried) == 1 and retried[0].at >= refused.at + 0.95  # Retry-After: 1
+    # The other process saw no 429, yet held back too: apart from calls it had already
+    # reserved (at most one or two), none of its calls came within the second after it.
+    theirs_set = set(theirs)
+    other = [r.at for r in calls if r.query["names"][0] in theirs_set]
+    assert other[0] < refused.at and other[-1] > refused.at + 1.0  # it was running throughout
+    during = [t for t in other if refused.at < t < refused.at + 0.9]
+    assert len(during) <= 2, during
