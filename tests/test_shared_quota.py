@@ -172,9 +172,14 @@ def _batch_gets(emu: Emulator) -> list[Recorded]:
 
 
 def _run_two_fetches(
-    emu: Emulator, db: Path, first: list[str], second: list[str], per_minute: int
+    emu: Emulator,
+    db: Path,
+    first: list[str],
+    second: list[str],
+    per_minute: int,
+    command: str = "fetch",
 ) -> None:
-    """Both fetches at once, on one store; each reads its names from stdin, given to both
+    """Both fetches (or crawls) at once, on one store; each reads its names from stdin, given to both
     at the same moment once they have started, so they really run side by side."""
     Store.open(f"sqlite:///{db}").close()  # created and migrated before either starts
     env = {
@@ -192,7 +197,7 @@ def _run_two_fetches(
         with out.open("w") as stdout, err.open("w") as stderr:
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "mirror", "fetch", "--json", "--names-file", "-"],
+                    [sys.executable, "-m", "mirror", command, "--json", "--names-file", "-"],
                     env=env,
                     stdin=subprocess.PIPE,
                     stdout=stdout,
@@ -217,14 +222,17 @@ def _stored(db: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
 
 
-def test_two_fetch_processes_on_one_store_stay_under_the_quota_together(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["fetch", "crawl"])
+def test_two_processes_on_one_store_stay_under_the_quota_together(
+    tmp_path: Path, command: str
+) -> None:
     docs = synthetic_documents(400)
     names = [d["name"] for d in docs]
     with Emulator(docs) as emu:
         emu.quota_window = WINDOW
         emu.quota_per_minute = {"get": 10}  # 10 calls per 2 s window, counted by the emulator
         # The mirror is told the same quota: 300/min over 2 s windows is 10 per window.
-        _run_two_fetches(emu, tmp_path / "store.sqlite3", names[:200], names[200:], 300)
+        _run_two_fetches(emu, tmp_path / "store.sqlite3", names[:200], names[200:], 300, command)
         calls = _batch_gets(emu)
     assert _stored(tmp_path / "store.sqlite3") == 400
     assert [r.status for r in calls] == [200] * 20  # no 429: every call went through once
