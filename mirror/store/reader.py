@@ -131,8 +131,13 @@ class Reader:
 
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
-        totals = self._conn.execute(sql.STATS_TOTALS).fetchone()
-        return sql.stats(totals, self._conn.execute(sql.STATS_BY_SOURCE).fetchall())
+        self._conn.execute("BEGIN")  # the counts and fetch times of the same moment
+        try:
+            by_source = self._conn.execute(sql.STATS_KEPT).fetchall()
+            fetched = self._conn.execute(sql.STATS_FETCHED).fetchone()
+        finally:
+            self._conn.execute("COMMIT")
+        return sql.stats(by_source, fetched)
 
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (the index table exists)."""

@@ -29,7 +29,7 @@ from .schema import SCHEMA_REVISION, documents
 
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
-from . import schema_index, schema_recordings  # noqa: F401  isort: skip
+from . import schema_counts, schema_index, schema_recordings  # noqa: F401  isort: skip
 
 # Documents written per statement by put_stream: bounds memory (a few hundred pages) while
 # keeping executemany batches large enough to cost little per row.
@@ -290,10 +290,13 @@ class Store:
 
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
-        with self.engine.connect() as conn:
-            totals = conn.execute(text(sql.STATS_TOTALS)).one()
-            by_source = conn.execute(text(sql.STATS_BY_SOURCE)).all()
-        return sql.stats(totals, by_source)
+        # Kept by triggers on SQLite; counted from documents elsewhere (schema_counts.py).
+        kept = sql.STATS_KEPT if self.engine.dialect.name == "sqlite" else sql.STATS_COUNTED
+        # One read transaction: the counts and fetch times of the same moment.
+        with self.engine.connect() as conn, conn.begin():
+            by_source = conn.execute(text(kept)).all()
+            fetched = conn.execute(text(sql.STATS_FETCHED)).one()
+        return sql.stats(by_source, fetched)
 
     def facts(self, *, integrity: bool = False) -> StoreFacts:
         """Where the store is and its state (`integrity`: also run SQLite's quick_check)."""
