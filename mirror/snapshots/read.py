@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,15 @@ from ..lines import Line, LineReader, blocks
 from ..models import Document
 from ..names import normalize
 from .format import (
+    ENTRY_BLOCK,
     FORMAT,
     HASH,
     SHOWN,
     VERSION,
+    VERSIONS,
     Entry,
     Manifest,
+    RootHasher,
     Snapshot,
     SnapshotError,
     state_root,
@@ -64,37 +68,63 @@ class _Bad(Exception):
 def _manifest_from_json(obj: object) -> Manifest:
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise _Bad("not a dk-mirror snapshot manifest")
-    if obj.get("version") != VERSION:
-        raise _Bad(f"format version {obj.get('version')!r} is not {VERSION} (a newer dk-mirror?)")
+    version = obj.get("version")
+    if version not in VERSIONS:
+        raise _Bad(f"format version {version!r} is not {VERSION} (a newer dk-mirror?)")
     try:
-        entries = tuple(
-            Entry(e["name"], e.get("content"), e.get("metadata")) for e in obj["entries"]
+        if version == 1:
+            entries = tuple(_entry(e) for e in obj["entries"])
+            size = None
+        else:
+            entries, size = (), obj["count"]
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise _Bad(f"count {size!r} is not a number of entries")
+        manifest = Manifest(
+            obj["kind"], entries, obj["root"], obj["base"], obj["selection"], version, size
         )
-        manifest = Manifest(obj["kind"], entries, obj["root"], obj["base"], obj["selection"])
         rebuilt = manifest.to_json()
     except (KeyError, TypeError, AttributeError) as exc:
         raise _Bad(f"malformed manifest ({exc!r})") from None
-    if obj.get("count") != len(entries):
+    if version == 1 and obj.get("count") != len(entries):
         raise _Bad(f"count is {obj.get('count')!r} but there are {len(entries)} entries")
     # Rebuilding and comparing catches stray keys and wrong types without a check for each.
     if rebuilt != obj or manifest.kind not in ("full", "delta"):
         raise _Bad("malformed manifest: its keys or entries are not the ones dk-mirror writes")
-    names = [e.name for e in entries]
-    if any(not isinstance(n, str) for n in names) or names != sorted(set(names)):
-        raise _Bad("manifest entries are not sorted by name and unique")
+    _check_entries(entries)
     full = manifest.kind == "full"
     if full and (manifest.base is not None or any(e.removed for e in entries)):
         raise _Bad("a full snapshot has neither a base nor tombstones")
-    digests = [manifest.root, *([] if full else [manifest.base])]
-    digests += [h for e in entries if not e.removed for h in (e.content, e.metadata)]
-    for digest in digests:
-        if not isinstance(digest, str) or not HASH.match(digest):
-            raise _Bad(f"{str(digest)[:80]!r} is not a sha256:<64 lower-case hex> digest")
+    _check_digests([manifest.root, *([] if full else [manifest.base])])
     return manifest
 
 
-# The manifest line lists every entry, so it may grow with them: this much per entry line read
-# (a 500-character name in escaped UTF-8 plus two tagged digests) on top of a fixed allowance.
+def _entry(e: Any) -> Entry:
+    entry = Entry(e["name"], e.get("content"), e.get("metadata"))
+    if entry.to_json() != e:
+        raise _Bad("malformed entry: its keys are not the ones dk-mirror writes")
+    return entry
+
+
+def _check_entries(entries: tuple[Entry, ...], after: str | None = None) -> None:
+    """Names sorted and unique (after `after`), digests well formed."""
+    names = [e.name for e in entries]
+    if any(not isinstance(n, str) for n in names) or names != sorted(set(names)):
+        raise _Bad("manifest entries are not sorted by name and unique")
+    if after is not None and names and names[0] <= after:
+        raise _Bad("manifest entries are not sorted by name and unique")
+    _check_digests([h for e in entries if not e.removed for h in (e.content, e.metadata)])
+
+
+def _check_digests(digests: list[Any]) -> None:
+    for digest in digests:
+        if not isinstance(digest, str) or not HASH.match(digest):
+            raise _Bad(f"{str(digest)[:80]!r} is not a sha256:<64 lower-case hex> digest")
+
+
+# A v1 manifest line lists every entry, and a v2 `entries` line those since the one before, so
+# both may grow with the lines before them: this much per line read since the last `entries`
+# line (a 500-character name in escaped UTF-8 plus two tagged digests) on top of a fixed
+# allowance.
 MANIFEST_BASE = 1 << 16
 MANIFEST_PER_ENTRY = 2304
 # Problems recorded one by one; past this they are only counted (a hostile file can hold
@@ -121,7 +151,11 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 class _Scan:
-    """Reads a snapshot once, recording every problem instead of stopping at the first."""
+    """Reads a snapshot once, recording every problem instead of stopping at the first.
+
+    `keep`: hold the documents and entries (read()); else only what is needed to check the
+    file: the lines since the last `entries` line (v2; a v1 file lists them all at the end).
+    """
 
     def __init__(self, keep: bool, limit: int) -> None:
         self.keep = keep
@@ -129,10 +163,23 @@ class _Scan:
         self.problems: list[str] = []
         self.unlisted = 0  # problems past MAX_PROBLEMS, counted only
         self.bad: set[str] = set()
+        # Entries of the lines since the last `entries` line (all of them in a v1 file).
         self.found: dict[str, Entry] = {}
         self.documents: list[Document] = []
         self.manifest: Manifest | None = None
         self.last: str | None = None
+        # v2: entries listed so far, the last listed name, the root over them, kept entries.
+        self.blocks = 0
+        self.listed = 0
+        self.last_listed: str | None = None
+        self.root = RootHasher()
+        self.tombstoned = False
+        self.entries: list[Entry] = []
+        # What a streaming reader takes after each line: documents and tombstone names
+        # (`stream`), or entries as listed (`stream_entries`).
+        self.out: list[Document | str | Entry] = []
+        self.stream = False
+        self.stream_entries = False
 
     def problem(self, text: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -142,11 +189,14 @@ class _Scan:
 
     def run(self, path: Path) -> None:
         """Scan the whole file, recording problems (at most MAX_PROBLEMS, then a count)."""
-        self.scan(path)
+        for _ in self.scan(path):
+            pass
         if self.unlisted:
             self.problems.append(f"... and {self.unlisted} more problem(s) not listed")
 
-    def scan(self, path: Path) -> None:
+    def scan(self, path: Path) -> Iterator[Document | str | Entry]:
+        """Scan the file; when `stream` is set, yield its documents and tombstone names as
+        they are read (checked line by line; the whole file is judged only at the end)."""
         try:
             f = open(path, "rb")  # noqa: SIM115 -- closed by the `with` below
         except OSError as exc:
@@ -158,14 +208,13 @@ class _Scan:
             blocks(f, compressed=True, one_member=True),
             limit=self.limit,
             skip=rb"\n*",
-            wide_prefix=b'{"manifest":',
+            wide_prefix=(b'{"manifest":', b'{"entries":'),
             wide_limit=MANIFEST_BASE,
         )
         try:
             with f:
                 for item in reader:
                     lineno = item.number
-                    reader.wide_limit += MANIFEST_PER_ENTRY
                     if manifest_obj is not None:
                         self.problem(f"line {lineno}: a line after the manifest")
                         manifest_obj = None
@@ -179,6 +228,10 @@ class _Scan:
                         manifest_obj = self.line(lineno, item.data)
                     except _Bad as exc:
                         self.problem(f"line {lineno}: {exc}")
+                    reader.wide_limit = MANIFEST_BASE + MANIFEST_PER_ENTRY * len(self.found)
+                    if self.out:
+                        yield from self.out
+                        self.out.clear()
         except (OSError, EOFError, zlib.error) as exc:
             self.problem(f"truncated or corrupt gzip stream ({exc})")
         if reader.blank_lines:
@@ -193,7 +246,17 @@ class _Scan:
         except _Bad as exc:
             self.problem(f"line {lineno}: manifest: {exc}")
             return
-        self.compare(self.manifest)
+        if self.manifest.version == 1:
+            if self.stream_entries:  # a v1 file lists its entries only here, at the end
+                yield from self.manifest.entries
+            if self.blocks:
+                self.problem(f"line {lineno}: an `entries` line in a version 1 snapshot")
+            self.compare(self.manifest.entries)
+            manifest = self.manifest
+            if manifest.kind == "full" and state_root(manifest.state()) != manifest.root:
+                self.problem("the manifest's root digest does not match its entries")
+        else:
+            self.finish(self.manifest)
 
     def too_long(self, item: Line) -> None:
         """Record a line over the limit, naming its document when its name could be read."""
@@ -227,9 +290,13 @@ class _Scan:
             raise _Bad("not canonical JSON (was the file edited by hand?)")
         if key == "manifest":
             return value
-        if key == "tombstone" and isinstance(value, str):
+        if key == "entries":
+            self.block(value)
+        elif key == "tombstone" and isinstance(value, str):
             self.check_name(value)
             self.seen(value, Entry(value))
+            if self.stream:
+                self.out.append(value)
         elif key == "document":
             try:
                 doc = Document.from_api(value)
@@ -250,9 +317,65 @@ class _Scan:
             self.seen(doc.name, entry)
             if self.keep:
                 self.documents.append(doc)
+            if self.stream:
+                self.out.append(doc)
         else:
             raise _Bad(f"unknown line type {key!r}")
         return None
+
+    def block(self, value: object) -> None:
+        """A v2 `entries` line: the entries of the lines since the one before, compared."""
+        self.blocks += 1
+        if not isinstance(value, list) or not 0 < len(value) <= ENTRY_BLOCK:
+            self.fault_all(f"not a list of 1 to {ENTRY_BLOCK} entries")
+            raise _Bad(f"an `entries` line is not a list of 1 to {ENTRY_BLOCK} entries")
+        try:
+            entries = tuple(_entry(e) for e in value)
+            _check_entries(entries, self.last_listed)
+        except (_Bad, KeyError, TypeError, AttributeError) as exc:
+            self.fault_all("its `entries` line is malformed")
+            raise _Bad(f"malformed `entries` line ({exc})") from None
+        self.compare(entries)
+        if self.stream_entries:
+            self.out.extend(entries)
+        for e in entries:
+            if e.removed:
+                self.tombstoned = True
+            else:
+                self.root.add(e.name, str(e.content), str(e.metadata))
+        self.listed += len(entries)
+        self.last_listed = entries[-1].name
+        if self.keep:
+            self.entries.extend(entries)
+        self.found.clear()
+
+    def fault_all(self, problem: str) -> None:
+        """The lines since the last `entries` line cannot be checked: name their documents."""
+        for name in self.found:
+            self.fault(name, problem)
+        self.found.clear()
+
+    def finish(self, manifest: Manifest) -> None:
+        """The end of a v2 file: every line listed, the count and (full) the root."""
+        for name in sorted(self.found):
+            self.fault(name, "in the file but not in the manifest")
+        if manifest.count != self.listed:
+            self.problem(f"count is {manifest.count} but there are {self.listed} entries")
+        if manifest.kind == "full":
+            if self.tombstoned:
+                self.problem("a full snapshot has neither a base nor tombstones")
+            elif self.root.hexdigest() != manifest.root:
+                self.problem("the manifest's root digest does not match its entries")
+        if self.keep:
+            self.manifest = Manifest(
+                manifest.kind,
+                tuple(self.entries),
+                manifest.root,
+                manifest.base,
+                manifest.selection,
+                manifest.version,
+                manifest.count,
+            )
 
     def check_name(self, name: str) -> None:
         try:
@@ -268,9 +391,10 @@ class _Scan:
         self.last = name
         self.found[name] = entry
 
-    def compare(self, manifest: Manifest) -> None:
-        listed = {e.name for e in manifest.entries}
-        for want in manifest.entries:
+    def compare(self, entries: tuple[Entry, ...]) -> None:
+        """Check the lines read (`found`) against the entries that list them."""
+        listed = {e.name for e in entries}
+        for want in entries:
             got = self.found.get(want.name)
             if got is None:
                 self.fault(want.name, "listed in the manifest, but its line is missing or bad")
@@ -282,8 +406,6 @@ class _Scan:
                     self.fault(want.name, f"{' and '.join(what)} do(es) not match the manifest")
         for name in sorted(set(self.found) - listed):
             self.fault(name, "in the file but not in the manifest")
-        if manifest.kind == "full" and state_root(manifest.state()) != manifest.root:
-            self.problem("the manifest's root digest does not match its entries")
 
     def fault(self, name: str, problem: str) -> None:
         self.bad.add(name)
@@ -299,19 +421,82 @@ def verify(
     return VerifyReport(str(path), tuple(scan.problems), tuple(sorted(scan.bad)), scan.manifest)
 
 
+def _failed(scan: _Scan, path: str | os.PathLike[str]) -> SnapshotError:
+    shown = "; ".join(scan.problems[:SHOWN])
+    more = f" (and {len(scan.problems) - SHOWN} more)" if len(scan.problems) > SHOWN else ""
+    return SnapshotError(
+        f"snapshot {path} failed verification: {shown}{more}",
+        names=sorted(scan.bad),
+        hint="the file was damaged or changed after it was written: copy or export it again",
+    )
+
+
 def read(
     path: str | os.PathLike[str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
 ) -> Snapshot:
-    """Read and fully verify a snapshot; SnapshotError (naming the documents) if anything is off."""
+    """Read and fully verify a snapshot; SnapshotError (naming the documents) if anything is off.
+
+    Holds every document: for whole-store work use `checked` then `changes` or `entries`.
+    """
     scan = _Scan(keep=True, limit=max_document_bytes)
     scan.run(Path(path))
     if scan.problems or scan.manifest is None:
-        shown = "; ".join(scan.problems[:SHOWN])
-        more = f" (and {len(scan.problems) - SHOWN} more)" if len(scan.problems) > SHOWN else ""
-        raise SnapshotError(
-            f"snapshot {path} failed verification: {shown}{more}",
-            names=sorted(scan.bad),
-            hint="the file was damaged or changed after it was written: copy or export it again",
-        )
+        raise _failed(scan, path)
     tombstones = [e.name for e in scan.manifest.entries if e.removed]
     return Snapshot(scan.manifest, scan.documents, tombstones)
+
+
+def checked(
+    path: str | os.PathLike[str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+) -> Manifest:
+    """Verify a snapshot in bounded memory (v2) and return its manifest (without entries);
+    SnapshotError naming the documents if anything is off."""
+    scan = _Scan(keep=False, limit=max_document_bytes)
+    scan.run(Path(path))
+    if scan.problems or scan.manifest is None:
+        raise _failed(scan, path)
+    return scan.manifest
+
+
+def _again(
+    path: str | os.PathLike[str], expect: Manifest, max_document_bytes: int, entries: bool
+) -> Iterator[Document | str | Entry]:
+    scan = _Scan(keep=False, limit=max_document_bytes)
+    scan.stream, scan.stream_entries = not entries, entries
+    yield from scan.scan(Path(path))
+    if scan.unlisted:
+        scan.problems.append(f"... and {scan.unlisted} more problem(s) not listed")
+    if scan.problems or scan.manifest is None:
+        raise _failed(scan, path)
+    if (scan.manifest, scan.manifest.count) != (expect, expect.count):
+        raise SnapshotError(
+            f"snapshot {path} changed while it was read (its manifest is not the one verified)",
+            hint="leave the file alone while dk-mirror reads it, then run the command again",
+        )
+
+
+def changes(
+    path: str | os.PathLike[str],
+    expect: Manifest,
+    *,
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+) -> Iterator[Document | str]:
+    """The documents and tombstone names of a snapshot `checked` before (as `expect`), in file
+    order, streamed and checked again as they are read: SnapshotError at the end if the file
+    no longer verifies, so a consumer writing them in one transaction rolls back."""
+    for item in _again(path, expect, max_document_bytes, entries=False):
+        if not isinstance(item, Entry):
+            yield item
+
+
+def entries(
+    path: str | os.PathLike[str],
+    expect: Manifest,
+    *,
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+) -> Iterator[Entry]:
+    """The manifest entries of a snapshot `checked` before, sorted by name, streamed (a v1
+    file's come at its end); SnapshotError at the end if the file no longer verifies."""
+    for item in _again(path, expect, max_document_bytes, entries=True):
+        if isinstance(item, Entry):
+            yield item

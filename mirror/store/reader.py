@@ -206,6 +206,12 @@ class Reader:
         """Upsert `put` and delete `remove` in one transaction (through the full Store)."""
         self.full().apply_changes(put, remove, fetched_at=fetched_at, upstream=upstream)
 
+    def apply_stream(
+        self, changes: Iterable[Document | str], *, fetched_at: float, upstream: str
+    ) -> tuple[int, int]:
+        """Upsert and delete from a stream in one transaction (through the full Store)."""
+        return self.full().apply_stream(changes, fetched_at=fetched_at, upstream=upstream)
+
     def iter_documents(
         self,
         *,

@@ -288,6 +288,15 @@ class Store:
 
         apply_changes(self, put, remove, fetched_at=fetched_at, upstream=upstream)
 
+    def apply_stream(
+        self, changes: Iterable[Document | str], *, fetched_at: float, upstream: str
+    ) -> tuple[int, int]:
+        """Upsert documents and delete names (tombstones) from a stream, in one transaction;
+        returns (written, removed)."""
+        from .bulk import apply_stream
+
+        return apply_stream(self, changes, fetched_at=fetched_at, upstream=upstream)
+
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
         # Kept by triggers on SQLite; counted from documents elsewhere (schema_counts.py).
