@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, delete, select
 
 from ..models import Document
+from . import engine as engines
 from . import index
 from .rows import cached_document, document_row
 from .schema import documents
@@ -77,7 +78,7 @@ def apply_stream(
     written = removed = 0
     put: list[Document] = []
     gone: list[str] = []
-    with store._writer() as conn, conn.begin():
+    with store._writer() as conn, engines.bulk_write(conn), conn.begin():
         for change in changes:
             if isinstance(change, str):
                 gone.append(change)

@@ -205,7 +205,7 @@ class Store:
         """
         seen: set[str] = set()
         total = 0
-        with self._writer() as conn, conn.begin():
+        with self._writer() as conn, engines.bulk_write(conn), conn.begin():
             batch: list[Document] = []
             for doc in docs:
                 batch.append(doc)
