@@ -239,3 +239,30 @@ def test_a_snapshot_that_fails_while_streaming_in_imports_nothing(
             with pytest.raises(Exception, match="failed verification"):
                 mirror.import_snapshot(bad)
         assert mirror.stats().documents == 0
+
+
+def test_export_md_streams_the_same_index_as_the_whole_list(tmp_path: Path) -> None:
+    from mirror.snapshots import mdpaths
+
+    # Name order and host order differ here ("a.example.org/" sorts before "a.example/").
+    docs = [doc(i, host) for host in ("a.example", "a.example.org", "b.example") for i in range(3)]
+    docs.append(doc(7, "a.example", content="# Untitled\n"))
+    url = f"sqlite:///{tmp_path / 's.sqlite3'}"
+    store = Store.open(url)
+    try:
+        store.put(docs, fetched_at=1.0, upstream="t")
+        store.recordings.note_metadata([doc(9, "a.example").basic()], at=2.0, upstream="t")
+    finally:
+        store.close()
+    with Mirror(Settings(db_url=url, offline=True)) as mirror:
+        for prefix, chosen in (
+            (None, docs),
+            ("documents/a.example/", [d for d in docs if d.data_source == "a.example"]),
+            ("documents/a.ex", [d for d in docs if d.name.startswith("documents/a.ex")]),
+        ):
+            out = tmp_path / f"md-{len(chosen)}"
+            assert mirror.export_markdown(out, prefix=prefix) == len(chosen)
+            whole = mdpaths.index_markdown(
+                (d.name, d.title, mdpaths.relative_path(d.name)) for d in chosen
+            )
+            assert (out / mdpaths.INDEX).read_text(encoding="utf-8") == whole

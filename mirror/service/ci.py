@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
-from ..files import write_atomic
-from ..models import Document, View, rfc3339
+from ..files import atomic_file, write_atomic
+from ..models import Document, View, data_source_of, rfc3339
 from ..snapshots import format as snapshot
 from ..snapshots import lockfile, mdpaths
 from ..snapshots import read as snapshot_read
@@ -322,11 +322,26 @@ def _matches(doc: Document, entry: lockfile.LockEntry) -> bool:
 def export_markdown(ctx: Context, root: Path, *, prefix: str | None = None) -> int:
     """Write one .md file per document (front matter + Markdown) and an index.md under `root`."""
     root.mkdir(parents=True, exist_ok=True)
-    entries = []
+    count = 0
+    hosts: set[str] = set()
     for doc in ctx.store.iter_documents(prefix=prefix):
         relative = mdpaths.relative_path(doc.name)
         target = mdpaths.check_inside(root, relative)
         write_atomic(target, mdpaths.front_matter(doc) + (doc.content or ""), make_parents=True)
-        entries.append((doc.name, doc.title, relative))
-    write_atomic(root / mdpaths.INDEX, mdpaths.index_markdown(entries))
-    return len(entries)
+        count += 1
+        hosts.add(data_source_of(doc.name))
+    # The index groups by host: the store is listed again one host at a time (a name range
+    # each) rather than every entry held, so memory stays bounded at any size.
+    with atomic_file(root / mdpaths.INDEX) as out:
+        out.write(mdpaths.index_head(count, len(hosts)).encode("utf-8"))
+        for host in sorted(hosts):
+            out.write(mdpaths.index_host(host).encode("utf-8"))
+            where = f"documents/{host}/"
+            if prefix and prefix.startswith(where):
+                where = prefix
+            for item in ctx.store.list_documents(where, None, content_only=True):
+                if prefix and not item.name.startswith(prefix):
+                    continue
+                path = mdpaths.relative_path(item.name)
+                out.write(mdpaths.index_entry(item.name, item.title, path).encode("utf-8"))
+    return count
