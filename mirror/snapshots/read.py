@@ -12,17 +12,13 @@ from typing import Any
 
 from ..canonical import canonical_json, sha256_tag
 from ..config import DEFAULT_MAX_DOCUMENT_BYTES, ENV_MAX_DOCUMENT_BYTES
-from ..errors import InvalidName, MirrorError
+from ..errors import MirrorError
 from ..lines import Line, LineReader, blocks
 from ..models import Document
-from ..names import normalize
+from .checks import Bad, check_entries, check_name, entry_from_json, manifest_from_json
 from .format import (
     ENTRY_BLOCK,
-    FORMAT,
-    HASH,
     SHOWN,
-    VERSION,
-    VERSIONS,
     Entry,
     Manifest,
     RootHasher,
@@ -61,66 +57,6 @@ class VerifyReport:
         }
 
 
-class _Bad(Exception):
-    """One structural problem, raised inside the scanner and recorded there."""
-
-
-def _manifest_from_json(obj: object) -> Manifest:
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise _Bad("not a dk-mirror snapshot manifest")
-    version = obj.get("version")
-    if version not in VERSIONS:
-        raise _Bad(f"format version {version!r} is not {VERSION} (a newer dk-mirror?)")
-    try:
-        if version == 1:
-            entries = tuple(_entry(e) for e in obj["entries"])
-            size = None
-        else:
-            entries, size = (), obj["count"]
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise _Bad(f"count {size!r} is not a number of entries")
-        manifest = Manifest(
-            obj["kind"], entries, obj["root"], obj["base"], obj["selection"], version, size
-        )
-        rebuilt = manifest.to_json()
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise _Bad(f"malformed manifest ({exc!r})") from None
-    if version == 1 and obj.get("count") != len(entries):
-        raise _Bad(f"count is {obj.get('count')!r} but there are {len(entries)} entries")
-    # Rebuilding and comparing catches stray keys and wrong types without a check for each.
-    if rebuilt != obj or manifest.kind not in ("full", "delta"):
-        raise _Bad("malformed manifest: its keys or entries are not the ones dk-mirror writes")
-    _check_entries(entries)
-    full = manifest.kind == "full"
-    if full and (manifest.base is not None or any(e.removed for e in entries)):
-        raise _Bad("a full snapshot has neither a base nor tombstones")
-    _check_digests([manifest.root, *([] if full else [manifest.base])])
-    return manifest
-
-
-def _entry(e: Any) -> Entry:
-    entry = Entry(e["name"], e.get("content"), e.get("metadata"))
-    if entry.to_json() != e:
-        raise _Bad("malformed entry: its keys are not the ones dk-mirror writes")
-    return entry
-
-
-def _check_entries(entries: tuple[Entry, ...], after: str | None = None) -> None:
-    """Names sorted and unique (after `after`), digests well formed."""
-    names = [e.name for e in entries]
-    if any(not isinstance(n, str) for n in names) or names != sorted(set(names)):
-        raise _Bad("manifest entries are not sorted by name and unique")
-    if after is not None and names and names[0] <= after:
-        raise _Bad("manifest entries are not sorted by name and unique")
-    _check_digests([h for e in entries if not e.removed for h in (e.content, e.metadata)])
-
-
-def _check_digests(digests: list[Any]) -> None:
-    for digest in digests:
-        if not isinstance(digest, str) or not HASH.match(digest):
-            raise _Bad(f"{str(digest)[:80]!r} is not a sha256:<64 lower-case hex> digest")
-
-
 # A v1 manifest line lists every entry, and a v2 `entries` line those since the one before, so
 # both may grow with the lines before them: this much per line read since the last `entries`
 # line (a 500-character name in escaped UTF-8 plus two tagged digests) on top of a fixed
@@ -130,16 +66,6 @@ MANIFEST_PER_ENTRY = 2304
 # Problems recorded one by one; past this they are only counted (a hostile file can hold
 # millions of bad lines, and a report that big helps nobody).
 MAX_PROBLEMS = 1000
-
-
-def _check_name(name: str) -> None:
-    """Refuse a name that `get` and `import` would refuse, or that is not already canonical."""
-    try:
-        canonical = normalize(name)
-    except InvalidName as exc:
-        raise _Bad(f"bad document name {name[:200]!r}: {exc.message}") from None
-    if canonical != name:
-        raise _Bad(f"document name {name[:200]!r} is not canonical (would be {canonical!r})")
 
 
 def _reject_constant(text: str) -> object:
@@ -226,7 +152,7 @@ class _Scan:
                         break
                     try:
                         manifest_obj = self.line(lineno, item.data)
-                    except _Bad as exc:
+                    except Bad as exc:
                         self.problem(f"line {lineno}: {exc}")
                     reader.wide_limit = MANIFEST_BASE + MANIFEST_PER_ENTRY * len(self.found)
                     if self.out:
@@ -242,8 +168,8 @@ class _Scan:
             self.problem("no manifest: file truncated?")
             return
         try:
-            self.manifest = _manifest_from_json(manifest_obj)
-        except _Bad as exc:
+            self.manifest = manifest_from_json(manifest_obj)
+        except Bad as exc:
             self.problem(f"line {lineno}: manifest: {exc}")
             return
         if self.manifest.version == 1:
@@ -277,17 +203,17 @@ class _Scan:
             text = raw.decode("utf-8")
             obj = _DECODER.decode(text)
         except UnicodeDecodeError as exc:
-            raise _Bad(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+            raise Bad(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
         except ValueError as exc:
-            raise _Bad(f"not valid JSON ({exc})") from None
+            raise Bad(f"not valid JSON ({exc})") from None
         if not isinstance(obj, dict) or len(obj) != 1:
-            raise _Bad("not an object with exactly one key")
+            raise Bad("not an object with exactly one key")
         ((key, value),) = obj.items()
         # Document lines are checked through their hashes (content bytes and canonical
         # metadata), which is what a snapshot pins; re-encoding every document just to compare
         # spellings would double the cost of verify. Small lines must be canonical too.
         if key != "document" and canonical_json(obj) != text:
-            raise _Bad("not canonical JSON (was the file edited by hand?)")
+            raise Bad("not canonical JSON (was the file edited by hand?)")
         if key == "manifest":
             return value
         if key == "entries":
@@ -301,11 +227,11 @@ class _Scan:
             try:
                 doc = Document.from_api(value)
             except MirrorError as exc:
-                raise _Bad(f"not a Document: {exc.message}") from None
+                raise Bad(f"not a Document: {exc.message}") from None
             self.check_name(doc.name)
             content = value.get("content")
             if not isinstance(content, str) or "view" in value:
-                raise _Bad(f"{doc.name}: the document is not in the form dk-mirror writes")
+                raise Bad(f"{doc.name}: the document is not in the form dk-mirror writes")
             # Hash the values as read (not a re-serialised Document): what the file holds is
             # what must match the manifest.
             meta = {k: v for k, v in value.items() if k != "content"}
@@ -320,7 +246,7 @@ class _Scan:
             if self.stream:
                 self.out.append(doc)
         else:
-            raise _Bad(f"unknown line type {key!r}")
+            raise Bad(f"unknown line type {key!r}")
         return None
 
     def block(self, value: object) -> None:
@@ -328,13 +254,13 @@ class _Scan:
         self.blocks += 1
         if not isinstance(value, list) or not 0 < len(value) <= ENTRY_BLOCK:
             self.fault_all(f"not a list of 1 to {ENTRY_BLOCK} entries")
-            raise _Bad(f"an `entries` line is not a list of 1 to {ENTRY_BLOCK} entries")
+            raise Bad(f"an `entries` line is not a list of 1 to {ENTRY_BLOCK} entries")
         try:
-            entries = tuple(_entry(e) for e in value)
-            _check_entries(entries, self.last_listed)
-        except (_Bad, KeyError, TypeError, AttributeError) as exc:
+            entries = tuple(entry_from_json(e) for e in value)
+            check_entries(entries, self.last_listed)
+        except (Bad, KeyError, TypeError, AttributeError) as exc:
             self.fault_all("its `entries` line is malformed")
-            raise _Bad(f"malformed `entries` line ({exc})") from None
+            raise Bad(f"malformed `entries` line ({exc})") from None
         self.compare(entries)
         if self.stream_entries:
             self.out.extend(entries)
@@ -379,15 +305,15 @@ class _Scan:
 
     def check_name(self, name: str) -> None:
         try:
-            _check_name(name)
-        except _Bad:
+            check_name(name)
+        except Bad:
             self.bad.add(name)
             raise
 
     def seen(self, name: str, entry: Entry) -> None:
         if self.last is not None and name <= self.last:
             self.bad.add(name)
-            raise _Bad(f"{name} is out of order or repeated (names must be sorted and unique)")
+            raise Bad(f"{name} is out of order or repeated (names must be sorted and unique)")
         self.last = name
         self.found[name] = entry
 
