@@ -342,7 +342,10 @@ def main() -> None:
         print(f"{size:,} documents:", flush=True)
         imported = build(cache, size, args.rebuild, args.corpus)
         figures[size] = measure(cache, size, imported, args.queries, args.corpus)
-        print(f"  measured; export {figures[size]['export_mb_s']:.1f} MB/s", flush=True)
+        # Kept beside the store: a run that stops later still leaves this size's figures.
+        (cache / f"figures-{size}.json").write_text(json.dumps(figures[size], indent=1))
+        shown = ", ".join(f"{key} {show(figures[size][key], unit)}" for key, _, unit, _ in ROWS)
+        print(f"  {shown}; export {figures[size]['export_mb_s']:.1f} MB/s", flush=True)
     print(table(sizes, figures))
 
 
