@@ -14,7 +14,7 @@ and `snapshot verify` peak memory (and export speed against sha256 + gzip of the
 warm `get` of 20 names against raw sqlite3. Each figure is printed with its growth between
 sizes (flat, log or linear) and the issue's target at 1M.
 
-Files go to --cache (default: $DK_MIRROR_BENCH_CACHE, else ~/.cache/dk-mirror-bench/scale),
+Files go to --cache (default: ~/.cache/dk-mirror-bench/scale),
 never into the checkout. A store is rebuilt when its schema revision changes or with --rebuild.
 Disk: about 3.6x the Markdown bytes per store (10k: 0.2 GB, 100k: 2.2 GB, 1M: ~22 GB before the
 search issue's smaller index), plus the generated files (~1/3 of the Markdown, gzipped).
@@ -43,17 +43,11 @@ from bench.common import ROOT, add_corpus_option, pct
 
 # Documents per generated import file: the issue measures import per 100k file.
 FILE_DOCS = 100_000
-CACHE_ENV = "DK_MIRROR_BENCH_CACHE"
 
 
 def cache_dir(given: str | None) -> Path:
     """Where generated files and stores are kept between runs (outside the checkout)."""
-    if given:
-        folder = Path(given)
-    elif os.environ.get(CACHE_ENV):
-        folder = Path(os.environ[CACHE_ENV])
-    else:
-        folder = Path.home() / ".cache" / "dk-mirror-bench" / "scale"
+    folder = Path(given) if given else Path.home() / ".cache" / "dk-mirror-bench" / "scale"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -330,7 +324,7 @@ def main() -> None:
     """Build (or reuse) each store, measure it, print the table."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated store sizes")
-    parser.add_argument("--cache", help=f"where files and stores are kept (default ${CACHE_ENV})")
+    parser.add_argument("--cache", help="where files and stores are kept (default ~/.cache/...)")
     parser.add_argument("--queries", type=int, default=200, help="queries per search mix")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the stores")
     add_corpus_option(parser)
