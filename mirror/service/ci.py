@@ -150,11 +150,6 @@ def export(
     return snapshot.write_delta(out, snapshot.Base(base_entries, base.root), docs, selection)
 
 
-def store_state(ctx: Context) -> snapshot.State:
-    """name -> (content hash, metadata hash) of every document with content in the store."""
-    return dict((name, (c, m)) for name, c, m in store_entries(ctx))
-
-
 def store_entries(ctx: Context) -> Iterator[tuple[str, str, str]]:
     """(name, content hash, metadata hash) of every document with content, by name, streamed."""
     for doc in ctx.store.iter_documents():
