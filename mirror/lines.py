@@ -108,7 +108,7 @@ class LineReader:
     """Lines of `blocks`, none longer than `limit` bytes; blank lines skipped and counted.
 
     `skip` matches what is skipped at the start of a line (blank lines, and for JSON Lines
-    leading whitespace). A line starting with `wide_prefix` may be up to `wide_limit` bytes
+    leading whitespace). A line starting with `wide_prefix` (or one of them) may be up to `wide_limit` bytes
     (a snapshot's manifest grows with its entries); callers may raise `wide_limit` as they go.
     """
 
@@ -118,7 +118,7 @@ class LineReader:
         *,
         limit: int,
         skip: bytes = rb"[ \t\r\n]*",
-        wide_prefix: bytes | None = None,
+        wide_prefix: bytes | tuple[bytes, ...] | None = None,
         wide_limit: int = 0,
         drain: int = DRAIN_BYTES,
     ) -> None:

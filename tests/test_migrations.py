@@ -9,6 +9,7 @@ from pathlib import Path
 from sqlalchemy import MetaData, create_engine, inspect
 
 from mirror.store import engine as engines
+from mirror.store import schema_counts
 from mirror.store.migrate import known_revisions, upgrade
 from mirror.store.schema import SCHEMA_REVISION, documents, metadata
 from mirror.store.store import Store
@@ -76,7 +77,7 @@ def test_blank_database_migrates_to_the_code_schema(tmp_path: Path) -> None:
     assert got.pop("alembic_version")
     assert got == _shape(direct)
     objects = _sqlite_objects(migrated)
-    assert set(objects) == {"chunks_fts", "chunks_fts_delete"}
+    assert set(objects) == {"chunks_fts", "chunks_fts_delete", *schema_counts.TRIGGERS}
     assert objects == _sqlite_objects(direct)
 
 
@@ -114,3 +115,40 @@ def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:
         [sys.executable, "-c", code, url], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False"  # an up-to-date store never imports Alembic
+
+
+def test_counts_migration_counts_stored_documents(tmp_path: Path) -> None:
+    # A store written before the counts were kept: the migration must count what it holds.
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    store = Store(engines.create(url))
+    upgrade(store.engine, "0003")
+    rows = [
+        {"name": f"documents/a.example/{i}", "data_source": "a.example", "content": "# A",
+         "content_length_bytes": 3, "fetched_at": float(i), "upstream": "t"}
+        for i in range(5)
+    ] + [
+        {"name": "documents/b.example/x", "data_source": "b.example", "content": "# Bee",
+         "content_length_bytes": 5, "fetched_at": 50.0, "upstream": "t"},
+        {"name": "documents/b.example/meta", "data_source": "b.example", "content": None,
+         "content_length_bytes": 7, "fetched_at": 2.0, "upstream": "t"},
+        {"name": "documents/c.example/meta", "data_source": "c.example", "content": None,
+         "content_length_bytes": None,
+         "fetched_at": 9.0, "upstream": "t"},
+    ]  # fmt: skip
+    with store.engine.begin() as conn:
+        conn.execute(documents.insert(), rows)
+    store.close()
+    store = Store.open(url)
+    try:
+        stats = store.stats()
+        assert (stats.documents, stats.with_content, stats.content_bytes) == (8, 6, 27)
+        assert (stats.oldest_fetch, stats.newest_fetch) == (0.0, 50.0)
+        assert stats.by_data_source == {"a.example": 5, "b.example": 1}
+        # From here on the triggers keep them: a delete after the migration is counted too.
+        with store.engine.begin() as conn:
+            conn.execute(documents.delete().where(documents.c.name == "documents/b.example/x"))
+        stats = store.stats()
+        assert (stats.documents, stats.with_content, stats.content_bytes) == (7, 5, 22)
+        assert stats.by_data_source == {"a.example": 5}
+    finally:
+        store.close()

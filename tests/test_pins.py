@@ -52,7 +52,7 @@ def _store(tmp_path: Path, name: str, docs: list[Document], **settings) -> Mirro
 def apply_changes(mirror: Mirror, put: list[Document], remove: list[str]) -> None:
     store = open_store(mirror)
     try:
-        store.apply_changes(put, remove, fetched_at=1.0, upstream="t")
+        store.apply_stream([*put, *remove], fetched_at=1.0, upstream="t")
     finally:
         store.close()
 

@@ -21,7 +21,7 @@ from mirror.service.history import resolve
 from mirror.service.refresh import RefreshInterrupted
 from mirror.store import engine as engines
 from mirror.store.migrate import upgrade
-from mirror.store.schema import documents
+from mirror.store.schema import SCHEMA_REVISION, documents
 from mirror.store.store import Store
 
 from .conftest import no_wait_retry
@@ -329,7 +329,7 @@ def test_migration_carries_an_existing_store_forward(tmp_path: Path) -> None:
     old.close()
     store = Store.open(url)
     try:
-        assert store.revision() == "0006"
+        assert store.revision() == SCHEMA_REVISION
         [first] = store.versions("documents/a.example/x")
         assert first == Version("documents/a.example/x", 1, content_sha256(body),
                                 "2026-01-01T00:00:00Z", 5.0, "import old.jsonl", True)  # fmt: skip

@@ -103,24 +103,63 @@ def test_file_layout_is_canonical_json_lines_with_the_manifest_last(tmp_path: Pa
         assert line.decode() == json.dumps(
             obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
-    assert [next(iter(o)) for o in objs] == ["document"] * len(DOCS) + ["manifest"]
+    # v2: the entries of the lines before on their own line, the manifest without them.
+    assert [next(iter(o)) for o in objs] == ["document"] * len(DOCS) + ["entries", "manifest"]
     manifest = objs[-1]["manifest"]
-    assert manifest["format"] == "dk-mirror-snapshot"
-    assert manifest["version"] == 1
-    assert manifest["kind"] == "full"
-    assert manifest["count"] == len(DOCS)
-    assert manifest["base"] is None
-    assert manifest["selection"] == SELECTION
+    assert manifest == {
+        "format": "dk-mirror-snapshot",
+        "version": 2,
+        "kind": "full",
+        "count": len(DOCS),
+        "base": None,
+        "selection": SELECTION,
+        "root": manifest["root"],
+    }
+    entries = objs[-2]["entries"]
     assert manifest["root"] == snapshot.root_digest(
-        (e["name"], e["content"], e["metadata"]) for e in manifest["entries"]
+        (e["name"], e["content"], e["metadata"]) for e in entries
     )
     content, metadata = snapshot.document_hashes(DOCS[0])
-    assert manifest["entries"][0] == {
-        "name": DOCS[0].name,
-        "content": content,
-        "metadata": metadata,
-    }
+    assert entries[0] == {"name": DOCS[0].name, "content": content, "metadata": metadata}
     assert "\u2713" in lines[0].decode()  # UTF-8 kept, not \\u escapes
+
+
+def test_entries_lines_come_every_block_so_no_line_lists_them_all(tmp_path: Path) -> None:
+    docs = [doc(f"p{i:04}") for i in range(snapshot.ENTRY_BLOCK * 2 + 5)]
+    manifest = snapshot.write_full(tmp_path / "a.gz", docs, {})
+    kinds = [next(iter(json.loads(line))) for line in gunzip_lines(tmp_path / "a.gz")]
+    block = snapshot.ENTRY_BLOCK
+    assert [i for i, k in enumerate(kinds) if k == "entries"] == [
+        block,
+        2 * block + 1,
+        len(kinds) - 2,
+    ]
+    assert manifest.count == len(docs) and manifest.entries == ()
+    assert verify_snapshot(tmp_path / "a.gz").ok
+    read = read_snapshot(tmp_path / "a.gz")
+    assert read.manifest == manifest and read.documents == docs
+    assert read.manifest.state() == {d.name: snapshot.document_hashes(d) for d in docs}
+
+
+def test_version_1_files_still_read_and_verify(tmp_path: Path) -> None:
+    old = snapshot.write_full(tmp_path / "v1.gz", DOCS, SELECTION, version=1)
+    lines = gunzip_lines(tmp_path / "v1.gz")
+    assert [next(iter(json.loads(line))) for line in lines] == ["document"] * len(DOCS) + [
+        "manifest"
+    ]
+    listed = json.loads(lines[-1])["manifest"]
+    assert listed["version"] == 1 and len(listed["entries"]) == len(DOCS)
+    new = snapshot.write_full(tmp_path / "v2.gz", DOCS, SELECTION)
+    assert old.root == new.root  # the root pins the documents, not the layout
+    report = verify_snapshot(tmp_path / "v1.gz")
+    assert report.ok and report.manifest is not None and report.manifest.count == len(DOCS)
+    assert read_snapshot(tmp_path / "v1.gz").documents == DOCS
+    # A changed document in a v1 file is still named, as in a v2 file.
+    for path in (tmp_path / "v1.gz", tmp_path / "v2.gz"):
+        edited = gunzip_lines(path)
+        edited[2] = edited[2].replace(b"About", b"Abut")
+        regzip(path, edited)
+        assert verify_snapshot(path).bad_names == (DOCS[2].name,)
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -282,7 +321,7 @@ def test_structural_damage_is_reported_with_line_numbers(
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"version": 2}, "format version 2"),
+        ({"version": 3}, "format version 3"),
         ({"format": "other"}, "not a dk-mirror snapshot manifest"),
         ({"count": 99}, "count is 99"),
         ({"root": "sha256:" + "0" * 64}, "root digest does not match"),
@@ -356,10 +395,25 @@ NOW = [
 NOW.sort(key=lambda d: d.name)
 
 
+def full(path: Path, docs: list[Document], selection: dict[str, object]) -> snapshot.Manifest:
+    """Write a full snapshot; its manifest as read back, with every entry (the writer streams
+    them to the file and keeps none)."""
+    snapshot.write_full(path, docs, selection)
+    return read_snapshot(path).manifest
+
+
+def delta_of(
+    path: Path, base: object, docs: list[Document], selection: dict[str, object]
+) -> snapshot.Manifest:
+    """Write a delta against `base`; its manifest as read back, with every entry."""
+    snapshot.write_delta(path, base, docs, selection)  # type: ignore[arg-type]
+    return read_snapshot(path).manifest
+
+
 def test_base_plus_delta_equals_a_full_export(tmp_path: Path) -> None:
-    base = snapshot.write_full(tmp_path / "base.gz", DOCS, SELECTION)
-    delta = snapshot.write_delta(tmp_path / "delta.gz", base, NOW, SELECTION)
-    full_now = snapshot.write_full(tmp_path / "now.gz", NOW, SELECTION)
+    base = full(tmp_path / "base.gz", DOCS, SELECTION)
+    delta = delta_of(tmp_path / "delta.gz", base, NOW, SELECTION)
+    full_now = full(tmp_path / "now.gz", NOW, SELECTION)
     assert delta.kind == "delta"
     assert delta.base == base.root
     assert delta.root == full_now.root
@@ -377,21 +431,21 @@ def test_base_plus_delta_equals_a_full_export(tmp_path: Path) -> None:
 
 
 def test_a_chain_of_deltas_applies_in_order(tmp_path: Path) -> None:
-    base = snapshot.write_full(tmp_path / "0.gz", DOCS, {})
-    d1 = snapshot.write_delta(tmp_path / "1.gz", base, NOW, {})
+    base = full(tmp_path / "0.gz", DOCS, {})
+    d1 = delta_of(tmp_path / "1.gz", base, NOW, {})
     state1 = apply_delta(base.state(), d1)
     later = [*NOW[:-1], doc("zz/top", "changed again")]
-    d2 = snapshot.write_delta(tmp_path / "2.gz", state1, later, {})
+    d2 = delta_of(tmp_path / "2.gz", state1, later, {})
     final = apply_delta(state1, read_snapshot(tmp_path / "2.gz"))
-    assert snapshot.state_root(final) == snapshot.write_full(tmp_path / "f.gz", later, {}).root
+    assert snapshot.state_root(final) == full(tmp_path / "f.gz", later, {}).root
     with pytest.raises(SnapshotError, match="was made against snapshot"):
         apply_delta(base.state(), d2)
 
 
 def test_a_delta_on_the_wrong_base_is_refused(tmp_path: Path) -> None:
-    base = snapshot.write_full(tmp_path / "base.gz", DOCS, {})
-    delta = snapshot.write_delta(tmp_path / "delta.gz", base, NOW, {})
-    other = snapshot.write_full(tmp_path / "other.gz", DOCS[:2], {})
+    base = full(tmp_path / "base.gz", DOCS, {})
+    delta = delta_of(tmp_path / "delta.gz", base, NOW, {})
+    other = full(tmp_path / "other.gz", DOCS[:2], {})
     with pytest.raises(SnapshotError) as info:
         apply_delta(other.state(), read_snapshot(tmp_path / "delta.gz"))
     assert f"this delta was made against snapshot {base.root}" in str(info.value)
@@ -403,9 +457,9 @@ def test_a_delta_on_the_wrong_base_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_delta_whose_root_lies_is_refused_when_applied(tmp_path: Path) -> None:
-    base = snapshot.write_full(tmp_path / "base.gz", DOCS, {})
+    base = full(tmp_path / "base.gz", DOCS, {})
     path = tmp_path / "delta.gz"
-    snapshot.write_delta(path, base, NOW, {})
+    delta_of(path, base, NOW, {})
     lines = gunzip_lines(path)
     obj = json.loads(lines[-1])
     obj["manifest"]["root"] = "sha256:" + "1" * 64
@@ -418,16 +472,16 @@ def test_a_delta_whose_root_lies_is_refused_when_applied(tmp_path: Path) -> None
 
 
 def test_an_empty_delta(tmp_path: Path) -> None:
-    base = snapshot.write_full(tmp_path / "base.gz", DOCS, {})
-    delta = snapshot.write_delta(tmp_path / "delta.gz", base, DOCS, {})
+    base = full(tmp_path / "base.gz", DOCS, {})
+    delta = delta_of(tmp_path / "delta.gz", base, DOCS, {})
     assert delta.count == 0
     assert delta.root == base.root
     assert apply_delta(base.state(), read_snapshot(tmp_path / "delta.gz")) == base.state()
 
 
 def test_diff_reports_added_removed_and_changed(tmp_path: Path) -> None:
-    snapshot.write_full(tmp_path / "a.gz", DOCS, {})
-    snapshot.write_full(tmp_path / "b.gz", NOW, {})
+    full(tmp_path / "a.gz", DOCS, {})
+    full(tmp_path / "b.gz", NOW, {})
     a, b = read_snapshot(tmp_path / "a.gz"), read_snapshot(tmp_path / "b.gz")
     result = diff(a, b)
     assert result.added == ["documents/example.com/f/new"]

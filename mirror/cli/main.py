@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
 from ..errors import MirrorError, NotCached, NotFound
+
+if TYPE_CHECKING:
+    from ..models import Summary
 from . import render
 from .common import (
     Progress,
@@ -295,21 +299,25 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
     they are known to exist but cannot be read until fetched.
     """
     mirror = open_mirror(ctx, readonly=True)
-    rows = []
-    for item in mirror.list_documents(prefix, limit):
-        if as_json:
+    items = mirror.list_documents(prefix, limit)
+    if as_json:
+        for item in items:
             click.echo(render.to_json_line(item.to_json()))
-        else:
-            # A row seen only in search results cannot be read: say so where the size would be.
-            size = render.size(item.content_length_bytes) if item.has_content else "metadata only"
-            rows.append((item.name, size, item.title or ""))
-    if not as_json:
-        if rows:
-            click.echo(render.table(rows))
-        else:
-            click.echo(
-                "no documents" + (f" under {render.clean(prefix)}" if prefix else ""), err=True
-            )
+        return
+    # Streamed like --json: `ls | head` prints at once, whatever the size of the store.
+    printed = False
+    for line in render.table_lines(_ls_rows(items)):
+        click.echo(line)
+        printed = True
+    if not printed:
+        click.echo("no documents" + (f" under {render.clean(prefix)}" if prefix else ""), err=True)
+
+
+def _ls_rows(items: Iterable[Summary]) -> Iterator[tuple[str, str, str]]:
+    for item in items:
+        # A row seen only in search results cannot be read: say so where the size would be.
+        size = render.size(item.content_length_bytes) if item.has_content else "metadata only"
+        yield (item.name, size, item.title or "")
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 # Characters a terminal may act on rather than show: C0 controls (ESC starts colour, cursor,
@@ -87,6 +87,37 @@ def table(rows: Sequence[Sequence[str]]) -> str:
         cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     return "\n".join(lines)
+
+
+# Rows a streamed table reads before printing them: enough to size its columns, few enough that
+# `ls | head` prints at once on a store of a million documents.
+TABLE_BLOCK = 100
+
+
+def table_lines(rows: Iterable[Sequence[str]], block: int = TABLE_BLOCK) -> Iterator[str]:
+    """`table`'s lines, streamed: columns are sized on each block of `block` rows and only
+    ever widen, so memory holds one block whatever the number of rows."""
+    widths: list[int] = []
+    pending: list[list[str]] = []
+
+    def flush() -> Iterator[str]:
+        for i in range(len(pending[0]) - 1):
+            wide = max(len(row[i]) for row in pending)
+            if i < len(widths):
+                widths[i] = max(widths[i], wide)
+            else:
+                widths.append(wide)
+        for row in pending:
+            cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+            yield "  ".join([*cells, row[-1]]).rstrip()
+        pending.clear()
+
+    for row in rows:
+        pending.append([clean(cell) for cell in row])
+        if len(pending) >= block:
+            yield from flush()
+    if pending:
+        yield from flush()
 
 
 def key_values(pairs: Mapping[str, Any]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 from .. import limits
 from .. import names as naming
 from ..errors import InvalidInput
-from ..files import write_atomic
-from ..models import Document, View, rfc3339
+from ..files import atomic_file, write_atomic
+from ..models import Document, View, data_source_of, rfc3339
 from ..snapshots import format as snapshot
 from ..snapshots import lockfile, mdpaths
-from ..snapshots.diff import apply_delta
+from ..snapshots import read as snapshot_read
+from ..snapshots.diff import check_base, check_result, delta_roots
 from ..snapshots.read import read as read_snapshot
 from ..timestamps import instant_key
 from . import documents, search
@@ -148,41 +149,49 @@ def export(
     selection = _selection(prefix, data_source, names)
     if since is None:
         return snapshot.write_full(out, docs, selection)
-    base = read_snapshot(since)
-    if base.manifest.kind != "full":
+    limit = ctx.settings.max_document_bytes
+    base = snapshot_read.checked(since, max_document_bytes=limit)
+    if base.kind != "full":
         raise snapshot.SnapshotError(
             f"{since} is a delta; a delta is made against a full snapshot",
             hint="pass the full snapshot the deltas start from",
         )
-    return snapshot.write_delta(out, base.manifest, docs, selection)
+    # The base's entries stream beside the store's documents (both by name): bounded memory.
+    listed = snapshot_read.entries(since, base, max_document_bytes=limit)
+    base_entries = ((e.name, str(e.content), str(e.metadata)) for e in listed)
+    return snapshot.write_delta(out, snapshot.Base(base_entries, base.root), docs, selection)
 
 
-def store_state(ctx: Context) -> snapshot.State:
-    """name -> (content hash, metadata hash) of every document with content in the store."""
-    return {d.name: snapshot.document_hashes(d) for d in ctx.store.iter_documents()}
+def store_entries(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    """(name, content hash, metadata hash) of every document with content, by name, streamed."""
+    for doc in ctx.store.iter_documents():
+        yield (doc.name, *snapshot.document_hashes(doc))
 
 
 def import_snapshot(ctx: Context, path: Path) -> ImportReport:
     """Verify a snapshot completely, then write it in one transaction (all or nothing).
 
     A delta the store already matches (its root equals the store's) is a no-op, so a CI
-    step that re-imports it succeeds without writing anything.
+    step that re-imports it succeeds without writing anything. Streamed throughout: the file
+    is verified in one pass, (a delta) checked against the store in another, and written in a
+    third that verifies it again and rolls everything back if it changed meanwhile.
     """
+    limit = ctx.settings.max_document_bytes
     # Raises, naming every bad document, before anything is written.
-    snap = read_snapshot(path, max_document_bytes=ctx.settings.max_document_bytes)
-    manifest = snap.manifest
+    manifest = snapshot_read.checked(path, max_document_bytes=limit)
     if manifest.kind == "delta":
-        state = store_state(ctx)
-        if snapshot.state_root(state) == manifest.root:
+        listed = snapshot_read.entries(path, manifest, max_document_bytes=limit)
+        before, after = delta_roots(store_entries(ctx), listed)
+        if before == manifest.root:
             return ImportReport(manifest.kind, 0, 0, manifest.root, already=True)
-        apply_delta(state, snap)  # refuses a delta made on another base
-    ctx.store.apply_changes(
-        snap.documents,
-        snap.tombstones,
+        check_base(manifest, before)  # refuses a delta made on another base
+        check_result(manifest, after)
+    written, removed = ctx.store.apply_stream(
+        snapshot_read.changes(path, manifest, max_document_bytes=limit),
         fetched_at=ctx.clock(),
         upstream=f"snapshot {path.name}",
     )
-    return ImportReport(manifest.kind, len(snap.documents), len(snap.tombstones), manifest.root)
+    return ImportReport(manifest.kind, written, removed, manifest.root)
 
 
 def check(ctx: Context, path: Path, *, max_age: float | None) -> CheckReport:
@@ -341,7 +350,7 @@ def sync_locked(ctx: Context, lock_path: Path, *, source: Path | None) -> SyncRe
     if report.mismatches:
         # Nothing is written unless every locked document can be made exact.
         return report
-    ctx.store.apply_changes(good, [], fetched_at=ctx.clock(), upstream="sync --locked")
+    ctx.store.apply_stream(good, fetched_at=ctx.clock(), upstream="sync --locked")
     report.written = len(good)
     return report
 
@@ -363,11 +372,26 @@ def _matches(doc: Document, entry: lockfile.LockEntry) -> bool:
 def export_markdown(ctx: Context, root: Path, *, prefix: str | None = None) -> int:
     """Write one .md file per document (front matter + Markdown) and an index.md under `root`."""
     root.mkdir(parents=True, exist_ok=True)
-    entries = []
+    count = 0
+    hosts: set[str] = set()
     for doc in ctx.store.iter_documents(prefix=prefix):
         relative = mdpaths.relative_path(doc.name)
         target = mdpaths.check_inside(root, relative)
         write_atomic(target, mdpaths.front_matter(doc) + (doc.content or ""), make_parents=True)
-        entries.append((doc.name, doc.title, relative))
-    write_atomic(root / mdpaths.INDEX, mdpaths.index_markdown(entries))
-    return len(entries)
+        count += 1
+        hosts.add(data_source_of(doc.name))
+    # The index groups by host: the store is listed again one host at a time (a name range
+    # each) rather than every entry held, so memory stays bounded at any size.
+    with atomic_file(root / mdpaths.INDEX) as out:
+        out.write(mdpaths.index_head(count, len(hosts)).encode("utf-8"))
+        for host in sorted(hosts):
+            out.write(mdpaths.index_host(host).encode("utf-8"))
+            where = f"documents/{host}/"
+            if prefix and prefix.startswith(where):
+                where = prefix
+            for item in ctx.store.list_documents(where, None, content_only=True):
+                if prefix and not item.name.startswith(prefix):
+                    continue
+                path = mdpaths.relative_path(item.name)
+                out.write(mdpaths.index_entry(item.name, item.title, path).encode("utf-8"))
+    return count

@@ -7,12 +7,12 @@ document that is gone; its manifest pins the base (`base`) and the state after i
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..models import Document
-from .format import Manifest, Snapshot, SnapshotError, State, state_root
+from .format import Entry, Manifest, RootHasher, Snapshot, SnapshotError, State, state_root
 
 What = Literal["content", "metadata", "both"]
 StateLike = Snapshot | Manifest | Mapping[str, tuple[str, str]]
@@ -23,25 +23,63 @@ def apply_delta(base_state: Mapping[str, tuple[str, str]], delta: Snapshot | Man
     manifest = delta.manifest if isinstance(delta, Snapshot) else delta
     if manifest.kind != "delta":
         raise SnapshotError("this is a full snapshot, not a delta", hint="import it directly")
-    have = state_root(base_state)
-    if manifest.base != have:
+    if not manifest.complete:
         raise SnapshotError(
-            f"this delta was made against snapshot {manifest.base}; the store/base is {have}",
-            hint="apply the deltas in order, starting from the full snapshot they were made on",
+            "this delta's manifest was streamed without its entries",
+            hint="read the delta with snapshots.read.read(), or use delta_roots()",
         )
+    check_base(manifest, state_root(base_state))
     state = dict(base_state)
     for e in manifest.entries:
         if e.content is None or e.metadata is None:
             state.pop(e.name, None)
         else:
             state[e.name] = (e.content, e.metadata)
-    got = state_root(state)
+    check_result(manifest, state_root(state))
+    return state
+
+
+def check_base(manifest: Manifest, have: str) -> None:
+    """Refuse a delta made against another base than the state whose root is `have`."""
+    if manifest.base != have:
+        raise SnapshotError(
+            f"this delta was made against snapshot {manifest.base}; the store/base is {have}",
+            hint="apply the deltas in order, starting from the full snapshot they were made on",
+        )
+
+
+def check_result(manifest: Manifest, got: str) -> None:
+    """Refuse a delta whose application gives another root (`got`) than it promises."""
     if got != manifest.root:
         raise SnapshotError(
             f"applying this delta gives {got}, but the delta promises {manifest.root}",
             hint="the delta is inconsistent with its own manifest: export it again",
         )
-    return state
+
+
+def delta_roots(base: Iterable[tuple[str, str, str]], delta: Iterable[Entry]) -> tuple[str, str]:
+    """(root of `base`, root of `base` with `delta` applied), both streams sorted by name:
+    apply_delta's check in bounded memory, for a store of any size."""
+    before, after = RootHasher(), RootHasher()
+    changes = iter(delta)
+    change = next(changes, None)
+    for name, content, metadata in base:
+        before.add(name, content, metadata)
+        while change is not None and change.name < name:
+            if not change.removed:
+                after.add(change.name, str(change.content), str(change.metadata))
+            change = next(changes, None)
+        if change is not None and change.name == name:
+            if not change.removed:
+                after.add(name, str(change.content), str(change.metadata))
+            change = next(changes, None)
+        else:
+            after.add(name, content, metadata)
+    while change is not None:
+        if not change.removed:
+            after.add(change.name, str(change.content), str(change.metadata))
+        change = next(changes, None)
+    return before.hexdigest(), after.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,16 @@
 """Snapshot files: a pinned, hash-verified set of documents for reproducible (offline) CI.
 
+Format v2 (written since the mirror had to hold a million documents) is format v1 below with
+the manifest's entries moved out of the manifest line, so that no line, and no reader or
+writer, holds every document's hashes: after each ENTRY_BLOCK document and tombstone lines
+comes one line listing their entries, in the same order,
+
+    {"entries": [{"name", "content", "metadata"} | {"name", "removed": true}, ...]}
+
+and the manifest (still the last line) has no `entries` key, `version` 2. Readers check each
+block against the lines before it (naming every document that does not match, as v1 did) and
+the count and root at the manifest. Every v1 file still reads and verifies as before.
+
 Format v1 is one gzip member (mtime 0, no file name, level 9) holding UTF-8 JSON lines, each
 canonical JSON (sorted keys, separators "," ":", no ASCII escaping) ending in "\\n":
 
@@ -34,7 +45,11 @@ from ..files import atomic_file
 from ..models import Document
 
 FORMAT = "dk-mirror-snapshot"
-VERSION = 1
+VERSION = 2
+# Every version this code reads (and writes, on request: tests keep v1 files readable).
+VERSIONS = (1, 2)
+# Entries listed per `entries` line in v2: bounds what a reader or writer holds at once.
+ENTRY_BLOCK = 1000
 # Fixed so the same documents give the same bytes; level 9 because snapshots are archived.
 COMPRESSLEVEL = 9
 Kind = Literal["full", "delta"]
@@ -73,7 +88,7 @@ def document_hashes(doc: Document) -> tuple[str, str]:
     return sha256_tag(doc.content.encode("utf-8")), sha256_tag(canonical_json(meta).encode())
 
 
-class _RootHasher:
+class RootHasher:
     """Hashes canonical JSON of [[name, content, metadata], ...] without holding the list."""
 
     def __init__(self) -> None:
@@ -100,7 +115,7 @@ class _RootHasher:
 
 def root_digest(entries: Iterable[tuple[str, str, str]]) -> str:
     """Root digest of a state given as (name, content hash, metadata hash) in any order."""
-    hasher = _RootHasher()
+    hasher = RootHasher()
     for name, content, metadata in sorted(entries):
         hasher.add(name, content, metadata)
     return hasher.hexdigest()
@@ -136,24 +151,35 @@ class Manifest:
     """The last line of a snapshot: what it holds and the digests that pin it."""
 
     kind: Kind
-    entries: tuple[Entry, ...]
+    # Every entry, or none when they were streamed and not kept (v2; `size` counts them). Not
+    # compared: `root` (and for a delta, the lines) pin them, and a streamed manifest equals
+    # the same one read whole.
+    entries: tuple[Entry, ...] = field(compare=False)
     root: str
     base: str | None = None
     selection: Mapping[str, Any] = field(default_factory=dict)
+    version: int = VERSION
+    size: int | None = field(default=None, compare=False)
 
     @property
     def count(self) -> int:
         """Number of entry lines (documents and tombstones)."""
-        return len(self.entries)
+        return len(self.entries) if self.size is None else self.size
+
+    @property
+    def complete(self) -> bool:
+        """Whether `entries` holds every entry (not streamed past)."""
+        return len(self.entries) == self.count
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest object as written."""
+        """The manifest object as written (v1 lists its entries; v2 has them on own lines)."""
+        listed = {"entries": [e.to_json() for e in self.entries]} if self.version == 1 else {}
         return {
             "format": FORMAT,
-            "version": VERSION,
+            "version": self.version,
             "kind": self.kind,
             "count": self.count,
-            "entries": [e.to_json() for e in self.entries],
+            **listed,
             "root": self.root,
             "base": self.base,
             "selection": dict(self.selection),
@@ -169,6 +195,11 @@ class Manifest:
             raise SnapshotError(
                 "a delta snapshot alone is not a state",
                 hint="apply it to its base with apply_delta() first",
+            )
+        if not self.complete:
+            raise SnapshotError(
+                "this manifest was streamed without its entries",
+                hint="read the snapshot with snapshots.read.read() to hold its state",
             )
         return {e.name: (e.content, e.metadata) for e in self.entries if e.content and e.metadata}
 
@@ -204,7 +235,8 @@ def _write(
     path: str | os.PathLike[str],
     docs: Iterable[Document],
     selection: Mapping[str, Any],
-    base: State | None,
+    base: Base | None,
+    version: int = VERSION,
 ) -> Manifest:
     kind: Kind = "full" if base is None else "delta"
     target = Path(path)
@@ -217,10 +249,46 @@ def _write(
                 filename="", mode="wb", fileobj=raw, compresslevel=COMPRESSLEVEL, mtime=0
             ) as gz,
         ):
-            manifest = _write_lines(gz, kind, docs, chosen, base)
+            manifest = _write_lines(gz, kind, docs, chosen, base, version)
     except OSError as exc:
         raise SnapshotError(f"cannot write snapshot {target}: {exc.strerror or exc}") from exc
     return manifest
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """What a delta is made against: its entries sorted by name (streamed), and its root."""
+
+    entries: Iterable[tuple[str, str, str]]
+    root: str
+
+    @classmethod
+    def of(cls, base: Manifest | Mapping[str, tuple[str, str]]) -> Base:
+        """A full manifest (with its entries) or a state, as a Base."""
+        state = base.state() if isinstance(base, Manifest) else base
+        return cls(sorted((n, c, m) for n, (c, m) in state.items()), state_root(state))
+
+
+class _Entries:
+    """Entries as written: v1 keeps them for the manifest line, v2 writes a line per block."""
+
+    def __init__(self, gz: gzip.GzipFile, version: int) -> None:
+        self.gz = gz
+        self.version = version
+        self.kept: list[Entry] = []
+        self.count = 0
+
+    def add(self, entry: Entry, line: object) -> None:
+        self.gz.write(_line(line))
+        self.kept.append(entry)
+        self.count += 1
+        if self.version > 1 and len(self.kept) == ENTRY_BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.version > 1 and self.kept:
+            self.gz.write(_line({"entries": [e.to_json() for e in self.kept]}))
+            self.kept = []
 
 
 def _write_lines(
@@ -228,49 +296,88 @@ def _write_lines(
     kind: Kind,
     docs: Iterable[Document],
     selection: dict[str, Any],
-    base: State | None,
+    base: Base | None,
+    version: int,
 ) -> Manifest:
-    root = _RootHasher()
-    entries: list[Entry] = []
-    gone: Iterator[str] = iter(sorted(base or ()))
+    if version not in VERSIONS:
+        raise ValueError(f"snapshot format version {version} is not one of {VERSIONS}")
+    root = RootHasher()
+    out = _Entries(gz, version)
+    # The base streams beside the documents (both sorted by name): a name the base has and
+    # the documents lack is a tombstone, a name in both with the same hashes is left out.
+    gone: Iterator[tuple[str, str, str]] = iter(base.entries if base is not None else ())
     next_gone = next(gone, None)
+    last: str | None = None
     for doc in docs:
         content, metadata = document_hashes(doc)
         root.add(doc.name, content, metadata)
+        same = False
         # Tombstones for base names that sort before this document keep the lines in order.
-        while next_gone is not None and next_gone <= doc.name:
-            if next_gone != doc.name:
-                entries.append(Entry(next_gone))
-                gz.write(_line({"tombstone": next_gone}))
+        while next_gone is not None and next_gone[0] <= doc.name:
+            if next_gone[0] != doc.name:
+                _check_sorted(next_gone[0], last)
+                out.add(Entry(next_gone[0]), {"tombstone": next_gone[0]})
+                last = next_gone[0]
+            else:
+                same = next_gone[1:] == (content, metadata)
             next_gone = next(gone, None)
-        if base is not None and base.get(doc.name) == (content, metadata):
+        if same:
             continue
-        entries.append(Entry(doc.name, content, metadata))
-        gz.write(_line({"document": _api(doc)}))
+        out.add(Entry(doc.name, content, metadata), {"document": _api(doc)})
+        last = doc.name
     while next_gone is not None:
-        entries.append(Entry(next_gone))
-        gz.write(_line({"tombstone": next_gone}))
+        _check_sorted(next_gone[0], last)
+        out.add(Entry(next_gone[0]), {"tombstone": next_gone[0]})
+        last = next_gone[0]
         next_gone = next(gone, None)
-    base_root = state_root(base) if base is not None else None
-    manifest = Manifest(kind, tuple(entries), root.hexdigest(), base_root, selection)
+    out.flush()
+    base_root = base.root if base is not None else None
+    listed = tuple(out.kept) if version == 1 else ()
+    manifest = Manifest(
+        kind,
+        listed,
+        root.hexdigest(),
+        base_root,
+        selection,
+        version,
+        None if version == 1 else out.count,
+    )
     gz.write(_line({"manifest": manifest.to_json()}))
     return manifest
 
 
+def _check_sorted(name: str, last: str | None) -> None:
+    if last is not None and name <= last:
+        raise SnapshotError(
+            f"the base's entries must come sorted by name without repeats: {name} came after "
+            f"{last}",
+            names=[name],
+            hint="this is a bug in the caller: sort the base's entries by name",
+        )
+
+
 def write_full(
-    path: str | os.PathLike[str], docs: Iterable[Document], selection: Mapping[str, Any]
+    path: str | os.PathLike[str],
+    docs: Iterable[Document],
+    selection: Mapping[str, Any],
+    *,
+    version: int = VERSION,
 ) -> Manifest:
-    """Write a full snapshot of `docs` (sorted by name, with content) atomically to `path`."""
-    return _write(path, docs, selection, None)
+    """Write a full snapshot of `docs` (sorted by name, with content) atomically to `path`
+    (`version`: the file format; older readers need 1)."""
+    return _write(path, docs, selection, None, version)
 
 
 def write_delta(
     path: str | os.PathLike[str],
-    base: Manifest | Mapping[str, tuple[str, str]],
+    base: Manifest | Mapping[str, tuple[str, str]] | Base,
     docs_now: Iterable[Document],
     selection: Mapping[str, Any],
+    *,
+    version: int = VERSION,
 ) -> Manifest:
-    """Write what changed from `base` (a full manifest or a state) to `docs_now` (sorted)."""
+    """Write what changed from `base` (a full manifest, a state, or a streamed Base) to
+    `docs_now` (sorted)."""
     return _write(
-        path, docs_now, selection, base.state() if isinstance(base, Manifest) else dict(base)
+        path, docs_now, selection, base if isinstance(base, Base) else Base.of(base), version
     )

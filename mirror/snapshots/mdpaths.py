@@ -162,12 +162,27 @@ def index_markdown(entries: Iterable[tuple[str, str | None, PurePosixPath]]) -> 
     """An index.md linking every (name, title, relative path), grouped by host and sorted."""
     rows = sorted(entries, key=lambda e: (data_source_of(e[0]), e[0]))
     hosts = len({data_source_of(name) for name, _, _ in rows})
-    lines = ["# Documents", "", f"{len(rows)} documents from {hosts} hosts."]
+    lines = [index_head(len(rows), hosts)]
     for host, group in groupby(rows, key=lambda e: data_source_of(e[0])):
-        lines += ["", f"## {_md_text(host)}", ""]
-        for name, title, path in group:
-            # quote() escapes `%` too: the file `%41bc.md` is reached by the link `%2541bc.md`.
-            target = quote(path.as_posix(), safe="/")
-            label = _md_text(title) if title and title.strip() else _md_text(name)
-            lines.append(f"- [{label}]({target}) — {_md_text(name)}")
-    return "\n".join(lines) + "\n"
+        lines.append(index_host(host))
+        lines.extend(index_entry(name, title, path) for name, title, path in group)
+    return "".join(lines)
+
+
+# index_markdown in pieces, for a writer that streams a store too large to hold its entries.
+def index_head(documents: int, hosts: int) -> str:
+    """The start of index.md, for `documents` documents from `hosts` hosts."""
+    return f"# Documents\n\n{documents} documents from {hosts} hosts.\n"
+
+
+def index_host(host: str) -> str:
+    """The heading of one host's section of index.md (hosts come sorted)."""
+    return f"\n## {_md_text(host)}\n\n"
+
+
+def index_entry(name: str, title: str | None, path: PurePosixPath) -> str:
+    """One document's line of index.md (within its host, names come sorted)."""
+    # quote() escapes `%` too: the file `%41bc.md` is reached by the link `%2541bc.md`.
+    target = quote(path.as_posix(), safe="/")
+    label = _md_text(title) if title and title.strip() else _md_text(name)
+    return f"- [{label}]({target}) — {_md_text(name)}\n"

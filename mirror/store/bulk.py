@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 
 from ..models import Document
+from . import engine as engines
 from . import index, versions
 from .rows import cached_document, document_row
 from .schema import documents
@@ -47,23 +48,47 @@ def iter_documents(
             yield cached_document(row).document
 
 
-def apply_changes(
-    store: Store,
-    put: Sequence[Document],
-    remove: Sequence[str],
-    *,
-    fetched_at: float,
-    upstream: str,
-) -> None:
-    """Write `put` and delete `remove` in ONE transaction: all of it lands, or none."""
-    with store._writer() as conn, conn.begin():
-        if put:
-            versions.record(conn, put, fetched_at, upstream, store.keep_versions)
-            conn.execute(store._upsert, [document_row(doc, fetched_at, upstream) for doc in put])
-            index.reindex(conn, put)
-        if remove:
-            versions.retire(conn, remove)
-        for start in range(0, len(remove), STREAM_BATCH):
-            part = list(remove[start : start + STREAM_BATCH])
-            # Chunks go by ON DELETE CASCADE, and their FTS rows by the chunks trigger.
-            conn.execute(delete(documents).where(documents.c.name.in_(part)))
+def apply_stream(
+    store: Store, changes: Iterable[Document | str], *, fetched_at: float, upstream: str
+) -> tuple[int, int]:
+    """Upsert the documents and delete the names (tombstones) of `changes`, streamed, in ONE
+    transaction: an exception from `changes` rolls all of it back. Returns (written, removed).
+
+    Memory holds one batch of each, whatever the length of the stream.
+    """
+    written = removed = 0
+    put: list[Document] = []
+    gone: list[str] = []
+    with store._writer() as conn, engines.bulk_write(conn), conn.begin():
+        for change in changes:
+            if isinstance(change, str):
+                gone.append(change)
+            else:
+                put.append(change)
+            if len(put) >= STREAM_BATCH:
+                written += _put(store, conn, put, fetched_at, upstream)
+                put = []
+            if len(gone) >= STREAM_BATCH:
+                removed += _remove(conn, gone)
+                gone = []
+        written += _put(store, conn, put, fetched_at, upstream)
+        removed += _remove(conn, gone)
+    return written, removed
+
+
+def _put(
+    store: Store, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
+) -> int:
+    if docs:
+        versions.record(conn, docs, fetched_at, upstream, store.keep_versions)
+        conn.execute(store._upsert, [document_row(doc, fetched_at, upstream) for doc in docs])
+        index.reindex(conn, docs)
+    return len(docs)
+
+
+def _remove(conn: Connection, names: list[str]) -> int:
+    if names:
+        versions.retire(conn, names)  # history outlives a deletion
+        # Chunks go by ON DELETE CASCADE, and their FTS rows by the chunks trigger.
+        conn.execute(delete(documents).where(documents.c.name.in_(names)))
+    return len(names)

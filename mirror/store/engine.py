@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -22,6 +24,12 @@ log = logging.getLogger("mirror.store")
 BUSY_TIMEOUT_MS = 5000
 # Execution option that marks a connection as a writer (its BEGIN takes the write lock).
 WRITE = "dk_mirror_write"
+# What the WAL file is cut back to after a checkpoint (journal_size_limit).
+WAL_KEEP_BYTES = 64 << 20
+# Page cache (KiB) for one bulk write: an import inserts at random into the documents' name
+# index, the chunks' (name, ordinal) index and the FTS b-trees; with SQLite's default 2 MB
+# those pages are read again from the OS at every batch once the store is large.
+BULK_CACHE_KIB = 64 << 10
 # Connections a SQLite pool keeps open between uses, unless the owner sizes it (Store.size_for).
 # They are opened lazily, so a one-shot CLI command still opens one or two.
 SQLITE_POOL_SIZE = 8
@@ -53,8 +61,29 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any, *, readonly: bool = 
         cursor.execute("PRAGMA foreign_keys=ON")
         # NORMAL is crash-safe under WAL and saves an fsync per commit.
         cursor.execute("PRAGMA synchronous=NORMAL")
+        if not readonly:
+            # An import is one transaction, so the WAL grows to its size (GBs for a large
+            # file); past a checkpoint SQLite reuses the file but never shrinks it unless told.
+            cursor.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
     finally:
         cursor.close()
+
+
+@contextmanager
+def bulk_write(conn: Connection) -> Iterator[None]:
+    """A larger page cache on `conn` (a writer, before its BEGIN) for one bulk write."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    # On the DBAPI connection: through SQLAlchemy the pragma would begin a transaction.
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    before = raw.execute("PRAGMA cache_size").fetchone()[0]
+    raw.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA cache_size={before}")
 
 
 def _on_sqlite_begin(conn: Any) -> None:

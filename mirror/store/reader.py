@@ -154,8 +154,13 @@ class Reader:
 
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
-        totals = self._conn.execute(sql.STATS_TOTALS).fetchone()
-        return sql.stats(totals, self._conn.execute(sql.STATS_BY_SOURCE).fetchall())
+        self._conn.execute("BEGIN")  # the counts and fetch times of the same moment
+        try:
+            by_source = self._conn.execute(sql.STATS_KEPT).fetchall()
+            fetched = self._conn.execute(sql.STATS_FETCHED).fetchone()
+        finally:
+            self._conn.execute("COMMIT")
+        return sql.stats(by_source, fetched)
 
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (the index table exists)."""
@@ -228,11 +233,11 @@ class Reader:
         """Write a stream of documents in one transaction (through the full Store)."""
         return self.full().put_stream(docs, fetched_at=fetched_at, upstream=upstream)
 
-    def apply_changes(
-        self, put: Sequence[Document], remove: Sequence[str], *, fetched_at: float, upstream: str
-    ) -> None:
-        """Upsert `put` and delete `remove` in one transaction (through the full Store)."""
-        self.full().apply_changes(put, remove, fetched_at=fetched_at, upstream=upstream)
+    def apply_stream(
+        self, changes: Iterable[Document | str], *, fetched_at: float, upstream: str
+    ) -> tuple[int, int]:
+        """Upsert and delete from a stream in one transaction (through the full Store)."""
+        return self.full().apply_stream(changes, fetched_at=fetched_at, upstream=upstream)
 
     def iter_documents(
         self,

@@ -13,7 +13,7 @@ from typing import Any
 from ..models import Stats, Summary
 
 # The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
-SCHEMA_REVISION = "0006"
+SCHEMA_REVISION = "0008"
 
 REVISION = "SELECT version_num FROM alembic_version"
 JOURNAL_MODE = "PRAGMA journal_mode"
@@ -83,28 +83,39 @@ def summary(row: Sequence[Any]) -> Summary:
     return Summary(name, title, data_source, update_time, length, bool(has_content), fetched_at)
 
 
-STATS_TOTALS = (
-    "SELECT count(*), count(content), coalesce(sum(content_length_bytes), 0), "
-    "min(fetched_at), max(fetched_at) FROM documents"
+# The counts kept per data source by triggers (schema_counts.py): a few rows, whatever the size.
+# Fetch times from the index on fetched_at: each min/max in its own subquery, since SQLite
+# answers a lone min() or max() from the index but scans every row for both in one SELECT.
+STATS_KEPT = (
+    "SELECT data_source, documents, with_content, content_bytes FROM document_counts "
+    "ORDER BY data_source"
 )
-# Per source, documents with content only: metadata-only rows (names known from search
-# results) are counted apart, in the totals (documents - with_content), never as documents.
-STATS_BY_SOURCE = (
-    "SELECT data_source, count(content) FROM documents GROUP BY data_source "
-    "HAVING count(content) > 0 ORDER BY data_source"
+STATS_FETCHED = (
+    "SELECT (SELECT min(fetched_at) FROM documents), (SELECT max(fetched_at) FROM documents)"
+)
+# Where no trigger keeps the counts (other databases): the same rows, counted from documents.
+STATS_COUNTED = (
+    "SELECT coalesce(data_source, '') AS source, count(*), count(content), "
+    "coalesce(sum(content_length_bytes), 0) FROM documents "
+    "GROUP BY coalesce(data_source, '') ORDER BY source"
 )
 
 
-def stats(totals: Sequence[Any], by_source: Sequence[Sequence[Any]]) -> Stats:
-    """Stats from the rows of STATS_TOTALS and STATS_BY_SOURCE."""
-    total, with_content, size, oldest, newest = totals
+def stats(by_source: Sequence[Sequence[Any]], fetched: Sequence[Any]) -> Stats:
+    """Stats from the rows of STATS_KEPT (or STATS_COUNTED) and the row of STATS_FETCHED.
+
+    Per source, documents with content only: metadata-only rows (names known from search
+    results) are counted apart, in the totals (documents - with_content), never as documents.
+    """
+    oldest, newest = fetched
     return Stats(
-        documents=total,
-        with_content=with_content,
-        content_bytes=int(size),
+        documents=sum(int(row[1]) for row in by_source),
+        with_content=sum(int(row[2]) for row in by_source),
+        content_bytes=sum(int(row[3]) for row in by_source),
         oldest_fetch=oldest,
         newest_fetch=newest,
-        by_data_source={str(src): n for src, n in by_source},
+        # '' stands for no data source, which the listing always showed as "None".
+        by_data_source={str(src or None): int(n) for src, _, n, _ in by_source if n > 0},
     )
 
 

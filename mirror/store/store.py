@@ -41,7 +41,7 @@ from .schema import SCHEMA_REVISION, documents
 
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
-from . import schema_crawl, schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
+from . import schema_counts, schema_crawl, schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
 
 # Documents written per statement by put_stream: bounds memory (a few hundred pages) while
 # keeping executemany batches large enough to cost little per row.
@@ -243,7 +243,7 @@ class Store:
         """
         seen: set[str] = set()
         total = 0
-        with self._writer() as conn, conn.begin():
+        with self._writer() as conn, engines.bulk_write(conn), conn.begin():
             batch: list[Document] = []
             for doc in docs:
                 batch.append(doc)
@@ -319,16 +319,6 @@ class Store:
 
         return iter_documents(self, prefix=prefix, data_source=data_source, names=names)
 
-    def apply_changes(
-        self, put: Sequence[Document], remove: Sequence[str], *, fetched_at: float, upstream: str
-    ) -> None:
-        """Upsert `put` and delete `remove` in one transaction."""
-        from .bulk import apply_changes
-
-        apply_changes(self, put, remove, fetched_at=fetched_at, upstream=upstream)
-
-    # -- history and refresh (store/versions.py) -------------------------------------------
-
     def versions(self, name: str) -> list[Version]:
         """Every stored version of `name`, newest first, the current one marked."""
         from . import versions
@@ -379,12 +369,24 @@ class Store:
         with self._writer() as conn, conn.begin():
             versions.clear_gone(conn, names)
 
+    def apply_stream(
+        self, changes: Iterable[Document | str], *, fetched_at: float, upstream: str
+    ) -> tuple[int, int]:
+        """Upsert documents and delete names (tombstones) from a stream, in one transaction;
+        returns (written, removed)."""
+        from .bulk import apply_stream
+
+        return apply_stream(self, changes, fetched_at=fetched_at, upstream=upstream)
+
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
-        with self.engine.connect() as conn:
-            totals = conn.execute(text(sql.STATS_TOTALS)).one()
-            by_source = conn.execute(text(sql.STATS_BY_SOURCE)).all()
-        return sql.stats(totals, by_source)
+        # Kept by triggers on SQLite; counted from documents elsewhere (schema_counts.py).
+        kept = sql.STATS_KEPT if self.engine.dialect.name == "sqlite" else sql.STATS_COUNTED
+        # One read transaction: the counts and fetch times of the same moment.
+        with self.engine.connect() as conn, conn.begin():
+            by_source = conn.execute(text(kept)).all()
+            fetched = conn.execute(text(sql.STATS_FETCHED)).one()
+        return sql.stats(by_source, fetched)
 
     def facts(self, *, integrity: bool = False) -> StoreFacts:
         """Where the store is and its state (`integrity`: also run SQLite's quick_check)."""

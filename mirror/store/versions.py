@@ -1,7 +1,7 @@
 """Document history: the one place every write records versions, and the reads of history.
 
 `record` runs inside the writer's transaction, before the `documents` upsert, on every write
-path (Store.put, put_stream, apply_changes): a put whose content hash equals the stored one
+path (Store.put, put_stream, apply_stream): a put whose content hash equals the stored one
 writes nothing here; a new hash gets a new version row, and the content it supersedes moves to
 `version_contents` (once per sha256). Retention (`keep`) bounds the versions of each name
 written, dropping content no remaining version needs.
