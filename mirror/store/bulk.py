@@ -62,5 +62,5 @@ def apply_changes(
             index.reindex(conn, put)
         for start in range(0, len(remove), STREAM_BATCH):
             part = list(remove[start : start + STREAM_BATCH])
-            # Chunks go by ON DELETE CASCADE, and their FTS rows by the chunks trigger.
+            # Their index entries go by the trigger on documents (schema_index.py).
             conn.execute(delete(documents).where(documents.c.name.in_(part)))

@@ -13,7 +13,7 @@ from typing import Any
 from ..models import Stats, Summary
 
 # The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0007"
 
 REVISION = "SELECT version_num FROM alembic_version"
 JOURNAL_MODE = "PRAGMA journal_mode"
@@ -108,7 +108,8 @@ def stats(totals: Sequence[Any], by_source: Sequence[Sequence[Any]]) -> Stats:
     )
 
 
-FTS_TABLE = "chunks_fts"
+FTS_TABLE = "doc_fts"
+FTS_VOCAB = "doc_fts_vocab"
 HAS_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"
 
 RECORDED_PAGE = "SELECT response_json, recorded_at, upstream FROM search_pages WHERE key = :key"
