@@ -19,11 +19,19 @@ text is ever FTS5 syntax.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .chunking import Chunk, chunk_markdown
+
+# At most this many chunks of one page in a result list (the issue: a page of 10 results
+# held a median of 5 distinct documents when chunks were ranked alone).
+PER_DOCUMENT = 2
+# A page's second chunk is shown only if it scores at least this share of its best one.
+SECOND_CHUNK = 0.5
 # Long queries cost one doclist per term; beyond this many they add little.
 MAX_TERMS = 32
 MAX_QUERY_CHARS = 4096
@@ -205,3 +213,59 @@ def edit_distance(a: str, b: str, limit: int) -> int:
             return limit + 1
         previous2, previous = previous, current
     return previous[-1]
+
+
+# Endings dropped before counting a query word in a chunk, longest first ("caching" and
+# "caches" both count as "cach"): a light stand-in for the index's Porter stemmer, enough to
+# choose among one page's chunks.
+_ENDINGS = ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s", "ly")
+
+
+def _key(word: str) -> str:
+    word = word.casefold()
+    if len(word) > 4 and word.isascii():
+        for ending in _ENDINGS:
+            if word.endswith(ending) and len(word) - len(ending) >= 3:
+                return word[: -len(ending)]
+    return word
+
+
+def chunk_scores(chunks: Sequence[tuple[str, str]], terms: Sequence[Term]) -> list[float]:
+    """How well each (heading, text) chunk of one page matches the terms: each word's
+    occurrences, log-damped, weighted by how few of the page's chunks have it, twice in the
+    heading. Substring counts, so stems, plurals and CJK words need no tokenizer."""
+    keys = list(dict.fromkeys(_key(p) for t in terms for p in (t.parts or (t.text,))))
+    lowered = [(heading.casefold(), text.casefold()) for heading, text in chunks]
+    scores = [0.0] * len(chunks)
+    for key in keys:
+        counts = [text.count(key) + 2 * heading.count(key) for heading, text in lowered]
+        having = sum(1 for c in counts if c)
+        if not having:
+            continue
+        weight = math.log(1 + len(chunks) / having)
+        for i, count in enumerate(counts):
+            if count:
+                scores[i] += weight * (1 + math.log(count))
+    return scores
+
+
+def best_chunks(
+    contents: Sequence[str], query: str, per_document: int = PER_DOCUMENT
+) -> list[list[Chunk]]:
+    """For each document's Markdown, its best chunks for `query` (at most `per_document`, the
+    best first; the first chunk when none has a query word, e.g. a match in the title only)."""
+    terms = query_terms(query)
+    picked: list[list[Chunk]] = []
+    for content in contents:
+        chunks = chunk_markdown(content)
+        if len(chunks) <= 1 or not terms:
+            picked.append(chunks[:1])
+            continue
+        scores = chunk_scores([(c.heading, c.text) for c in chunks], terms)
+        order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
+        best = scores[order[0]]
+        keep = [
+            i for i in order[:per_document] if i == order[0] or 0 < best * SECOND_CHUNK <= scores[i]
+        ]
+        picked.append([chunks[i] for i in keep])
+    return picked

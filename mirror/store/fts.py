@@ -10,8 +10,8 @@ Two steps, so a page never crowds the results and a common word never costs a sc
 chunk: (1) documents are ranked in `doc_fts`, one row per document (title, description,
 headings, body, side column), pages with every term first, topped up with pages with any term;
 (2) only the documents shown are cut into chunks again (the chunker is deterministic) and
-their chunks ranked by the same tokenizer in a small in-memory FTS5 table, keeping each
-page's best PER_DOCUMENT chunks, the best first.
+their chunks scored (mirror.search.lexical.best_chunks), keeping each page's best
+PER_DOCUMENT chunks, the best first.
 """
 
 from __future__ import annotations
@@ -23,19 +23,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..search import lexical
-from ..search.chunking import Chunk, chunk_markdown
 from .sql import FTS_TABLE, FTS_VOCAB
 
 # bm25 weights per doc_fts column (title, description, heading lines, body, side column).
 WEIGHTS = (8.0, 2.0, 3.0, 1.0, 1.0)
 # score = s / (s + SCORE_K) with s = -bm25: monotonic, in [0, 1), 0.5 where s == SCORE_K.
 SCORE_K = 10.0
-# At most this many chunks of one page in a result list (the issue: a page of 10 results
-# held a median of 5 distinct documents when chunks were ranked alone).
-PER_DOCUMENT = 2
-# A page's second chunk is shown only if it scores at least this share of its best one.
-SECOND_CHUNK = 0.5
 TOKENIZER = "porter unicode61 remove_diacritics 2"
+# Queries of this many terms or more rank pages with any term by BM25 from the start: pages
+# with every word of a long question are few and often only mention each in passing.
+LONG_QUERY = 4
 # SQLite's default limit on bound parameters is 32766 (since 3.32); batches stay far below.
 BATCH = 500
 # How many candidates the ranked FTS pass fetches before a `where` filter, at most, before
@@ -136,26 +133,40 @@ def _page(raw: Any, match: str, need: int, where: Filtered | None) -> list[Ranke
     return [(rowid, rank, name) for rowid, rank, name in where.best(match, need)]
 
 
+_STEMMER = threading.local()
+
+
+def stem(word: str) -> str:
+    """`word` as the index's tokenizer stores it (Porter stem, folded), read back from FTS5
+    itself (an in-memory table per thread), so typo correction compares like with like."""
+    conn: sqlite3.Connection | None = getattr(_STEMMER, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:")
+        conn.execute(f"CREATE VIRTUAL TABLE s USING fts5(x, tokenize = '{TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'row')")
+        _STEMMER.conn = conn
+    conn.execute("DELETE FROM s")
+    conn.execute("INSERT INTO s VALUES (?)", (word,))
+    row = conn.execute("SELECT term FROM v LIMIT 1").fetchone()
+    return str(row[0]) if row else word.casefold()
+
+
 def _correct(raw: Any, terms: list[lexical.Term]) -> list[lexical.Term]:
-    """The terms with each word that matches no page replaced by the closest word of the
-    index's vocabulary (edit distance 1, or 2 for long words; the most frequent wins)."""
+    """The terms with each word that matches no page replaced by the closest term of the
+    index's vocabulary (stems 1 edit apart, 2 for long ones; the most frequent wins)."""
     for word in lexical.words_of(terms):
         folded = word.casefold()
         if len(folded) < 4 or not folded.isalpha() or not folded.isascii():
             continue
         if raw.execute(_EXISTS, ('"' + word + '"',)).fetchone():
             continue
-        limit = 1 if len(folded) < 7 else 2
+        stemmed = stem(folded)
+        limit = 1 if len(stemmed) < 6 else 2
         best: tuple[int, int, str] | None = None
-        prefix = folded[:2]
+        prefix = stemmed[:2]
         rows = raw.execute(_VOCAB, (prefix, prefix + "\uffff", _MAX_SPELLING_CANDIDATES))
         for term, docs in rows:
-            # Stems are shorter than words: compare with the word cut to the stem's length
-            # too ("configuraton" vs the stem "configur"), at the strict limit.
-            distance = lexical.edit_distance(folded, term, limit)
-            if distance > limit and len(term) >= 4 and len(term) < len(folded):
-                cut = lexical.edit_distance(folded[: len(term) + 1], term, 1)
-                distance = cut + 1 if cut <= 1 and len(folded) - len(term) <= 4 else distance
+            distance = lexical.edit_distance(stemmed, term, limit)
             if distance <= limit and (best is None or (distance, -docs) < best[:2]):
                 best = (distance, -docs, term)
         if best is not None:
@@ -168,23 +179,19 @@ def rank_documents(
 ) -> list[DocumentHit]:
     """The lexical ranking: the best `limit` documents for `query`, best first. Pages with all
     the terms first, then (when those are fewer than `limit`) pages with any term or any part of
-    one; a word that matches nothing is corrected from the index's vocabulary first."""
+    one; a long query ranks pages with any term from the start. A word that matches nothing is
+    corrected from the index's vocabulary first."""
     terms = lexical.query_terms(query)
     if not terms or limit <= 0:
         return []
-    hits: list[DocumentHit] = []
-    seen: set[str] = set()
-    attempts = [lexical.all_of(terms)]
+    terms = _correct(raw, terms)
     either = lexical.any_of(terms)
+    attempts = [either] if len(terms) >= LONG_QUERY else [lexical.all_of(terms)]
     if either != attempts[0]:
         attempts.append(either)
+    hits: list[DocumentHit] = []
+    seen: set[str] = set()
     rows = _page(raw, attempts[0], limit, where)
-    if len(rows) < limit:
-        corrected = _correct(raw, terms)
-        if corrected != terms:
-            terms = corrected
-            attempts = [lexical.all_of(terms), lexical.any_of(terms)]
-            rows = _page(raw, attempts[0], limit, where)
     floor = 1.0
     for number, match in enumerate(attempts):
         if number:
@@ -201,58 +208,6 @@ def rank_documents(
         if hits:
             floor = hits[-1].score
     return hits[:limit]
-
-
-_PICKER = threading.local()
-
-
-def _picker() -> sqlite3.Connection:
-    """This thread's in-memory FTS5 table for ranking the chunks of the documents shown."""
-    conn: sqlite3.Connection | None = getattr(_PICKER, "conn", None)
-    if conn is None:
-        conn = sqlite3.connect(":memory:")
-        conn.execute(
-            f"CREATE VIRTUAL TABLE pick USING fts5(heading, body, side, tokenize = '{TOKENIZER}')"
-        )
-        _PICKER.conn = conn
-    return conn
-
-
-def best_chunks(
-    contents: Sequence[str], query: str, per_document: int = PER_DOCUMENT
-) -> list[list[Chunk]]:
-    """For each document's Markdown, its best chunks for `query` (at most `per_document`, the
-    best first; the first chunk when none has a query word, e.g. a match in the title only)."""
-    terms = lexical.query_terms(query)
-    pieces = [chunk_markdown(content) for content in contents]
-    picked: list[list[Chunk]] = [p[:1] for p in pieces]
-    if not terms or all(len(p) <= 1 for p in pieces):
-        return picked
-    conn = _picker()
-    conn.execute("DELETE FROM pick")
-    # rowid = document number * 2**20 + chunk ordinal (a page has far fewer chunks).
-    conn.executemany(
-        "INSERT INTO pick (rowid, heading, body, side) VALUES (?, ?, ?, ?)",
-        (
-            ((number << 20) + ordinal, chunk.heading, chunk.text, lexical.side_text(chunk.text))
-            for number, chunks in enumerate(pieces)
-            if len(chunks) > 1
-            for ordinal, chunk in enumerate(chunks)
-        ),
-    )
-    ranked: dict[int, list[tuple[float, int]]] = {}
-    rows = conn.execute(
-        "SELECT rowid, bm25(pick, 3.0, 1.0, 1.0) FROM pick WHERE pick MATCH ?",
-        (lexical.any_of(terms),),
-    )
-    for rowid, rank in rows:
-        ranked.setdefault(rowid >> 20, []).append((rank, rowid & 0xFFFFF))
-    for number, scored in ranked.items():
-        scored.sort()
-        best = scored[0][0]
-        keep = [o for r, o in scored[:per_document] if r <= best * SECOND_CHUNK or r == best]
-        picked[number] = [pieces[number][o] for o in keep]
-    return picked
 
 
 def search(
@@ -277,7 +232,7 @@ def search(
         marks = ", ".join("?" * len(names))
         contents = dict(raw.execute(_CONTENT.format(marks=marks), names).fetchall())
         shown = [d for d in group if contents.get(d.name)]
-        chunks = best_chunks([contents[d.name] for d in shown], query)
+        chunks = lexical.best_chunks([contents[d.name] for d in shown], query)
         for doc, best in zip(shown, chunks, strict=True):
             hits.extend(LocalHit(doc.name, c.id, c.heading, c.text, doc.score) for c in best)
     return hits[offset:need]

@@ -33,7 +33,7 @@ from .rows import cached_document
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from .fts import LocalHit
+    from .fts import DocumentHit, LocalHit
     from .recorded import RecordedAnswer, RecordedPage
     from .store import Store
 
@@ -154,6 +154,22 @@ class Reader:
         self._conn.execute("BEGIN")  # one snapshot for the ranking and text lookups
         try:
             return fts.search(self._conn, query, limit=limit, offset=offset)
+        finally:
+            self._conn.execute("COMMIT")
+
+    def rank_documents(
+        self, query: str, *, limit: int = 10, where: Node | None = None
+    ) -> list[DocumentHit]:
+        """The lexical ranking of documents (a `where` filter goes to the full Store)."""
+        if where is not None:
+            return self.full().rank_documents(query, limit=limit, where=where)
+        if not self.has_search_index():
+            return []
+        from . import fts
+
+        self._conn.execute("BEGIN")
+        try:
+            return fts.rank_documents(self._conn, query, limit=limit)
         finally:
             self._conn.execute("COMMIT")
 

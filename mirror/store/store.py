@@ -23,7 +23,7 @@ from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from .fts import LocalHit
+    from .fts import DocumentHit, LocalHit
     from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
 
@@ -245,6 +245,19 @@ class Store:
         # One snapshot for the ranking and text lookups; a checkout is cheap next to a search.
         with self.engine.connect() as conn, conn.begin():
             return index.search(conn, query, limit=limit, offset=offset, where=clause)
+
+    def rank_documents(
+        self, query: str, *, limit: int = 10, where: Node | None = None
+    ) -> list[DocumentHit]:
+        """The lexical ranking: the best `limit` documents for `query`, best first."""
+        if not self.has_search_index():
+            return []
+        from . import index
+        from .filter_sql import to_sql
+
+        clause = to_sql(where, documents) if where is not None else None
+        with self.engine.connect() as conn, conn.begin():
+            return index.rank_documents(conn, query, limit=limit, where=clause)
 
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (SQLite with the index built)."""
