@@ -34,6 +34,7 @@ from .rows import cached_document
 if TYPE_CHECKING:
     from ..search.filters import Node
     from .fts import DocumentHit, LocalHit
+    from .index import IndexState
     from .recorded import RecordedAnswer, RecordedPage
     from .store import Store
 
@@ -172,6 +173,14 @@ class Reader:
             return fts.rank_documents(self._conn, query, limit=limit)
         finally:
             self._conn.execute("COMMIT")
+
+    def check_index(self) -> IndexState:
+        """How the search index compares with the documents (through the full Store)."""
+        return self.full().check_index()
+
+    def rebuild_index(self) -> int:
+        """Rebuild the search index from the documents (through the full Store)."""
+        return self.full().rebuild_index()
 
     def facts(self, *, integrity: bool = False) -> StoreFacts:
         """Where the store is and its state (`integrity`: also run SQLite's quick_check)."""

@@ -24,6 +24,7 @@ from .rows import cached_document, document_row, upsert
 if TYPE_CHECKING:
     from ..search.filters import Node
     from .fts import DocumentHit, LocalHit
+    from .index import IndexState
     from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
 
@@ -258,6 +259,31 @@ class Store:
         clause = to_sql(where, documents) if where is not None else None
         with self.engine.connect() as conn, conn.begin():
             return index.rank_documents(conn, query, limit=limit, where=clause)
+
+    def check_index(self) -> IndexState:
+        """How the search index compares with the documents (in one write transaction: FTS5's
+        integrity check is a command written as an INSERT)."""
+        self._need_index()
+        from . import index
+
+        with self._writer() as conn, conn.begin():
+            return index.check(conn)
+
+    def rebuild_index(self) -> int:
+        """Rebuild the search index from the documents, in one transaction; returns how many
+        documents it holds."""
+        self._need_index()
+        from . import index
+
+        with self._writer() as conn, conn.begin():
+            return index.rebuild(conn)
+
+    def _need_index(self) -> None:
+        if not self.has_search_index():
+            raise StoreError(
+                f"{self.where} has no local search index (it needs SQLite's FTS5)",
+                hint="local search, and so its index, exists only in SQLite stores",
+            )
 
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (SQLite with the index built)."""
