@@ -221,7 +221,8 @@ def edit_distance(a: str, b: str, limit: int) -> int:
 _ENDINGS = ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s", "ly")
 
 
-def _key(word: str) -> str:
+def stem_key(word: str) -> str:
+    """A word folded and stripped of common English endings (for counting and marking)."""
     word = word.casefold()
     if len(word) > 4 and word.isascii():
         for ending in _ENDINGS:
@@ -234,7 +235,7 @@ def chunk_scores(chunks: Sequence[tuple[str, str]], terms: Sequence[Term]) -> li
     """How well each (heading, text) chunk of one page matches the terms: each word's
     occurrences, log-damped, weighted by how few of the page's chunks have it, twice in the
     heading. Substring counts, so stems, plurals and CJK words need no tokenizer."""
-    keys = list(dict.fromkeys(_key(p) for t in terms for p in (t.parts or (t.text,))))
+    keys = list(dict.fromkeys(stem_key(p) for t in terms for p in (t.parts or (t.text,))))
     lowered = [(heading.casefold(), text.casefold()) for heading, text in chunks]
     scores = [0.0] * len(chunks)
     for key in keys:
