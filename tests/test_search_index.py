@@ -182,3 +182,26 @@ def test_index_commands(cli_offline, tmp_path: Path) -> None:  # type: ignore[no
     assert state["stale"] is False and state["indexed"] == state["documents"] == 50
     rebuilt = run("index", "rebuild")
     assert rebuilt.exit_code == 0 and "indexed 50 documents" in rebuilt.stderr
+
+
+def test_offline_pages_through_the_service_are_grouped_and_follow_on(tmp_path: Path) -> None:
+    from mirror.config import Settings
+    from mirror.service import Mirror
+
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    Store.open(url).close()
+    with Mirror(Settings(db_url=url, offline=True)) as mirror:
+        mirror.import_sample()  # ordinary pages around the test's own
+        store = Store.open(url)
+        store.put(DOCS, fetched_at=0.0, upstream="test")
+        store.close()
+        first = mirror.search_documents("otters fish", page_size=2)
+        assert [r.parent.rsplit("/", 1)[-1] for r in first.page.results] == ["otters"] * 2
+        assert first.page.results[0].document is not None
+        assert first.page.next_page_token
+        second = mirror.search_documents(
+            "otters fish", page_size=2, page_token=first.page.next_page_token
+        )
+        assert second.page.results[0].parent.endswith("/sea")
+        scores = [r.relevance_score for r in (*first.page.results, *second.page.results)]
+        assert scores == sorted(scores, reverse=True)
