@@ -79,6 +79,7 @@ def test_blank_database_migrates_to_the_code_schema(tmp_path: Path) -> None:
     assert set(objects) == {
         "doc_fts",
         "doc_fts_vocab",
+        "head_fts",
         "doc_fts_forget",
         "doc_fts_change",
         "search_content",

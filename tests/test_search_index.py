@@ -205,3 +205,25 @@ def test_offline_pages_through_the_service_are_grouped_and_follow_on(tmp_path: P
         assert second.page.results[0].parent.endswith("/sea")
         scores = [r.relevance_score for r in (*first.page.results, *second.page.results)]
         assert scores == sorted(scores, reverse=True)
+
+
+def test_a_common_match_is_ranked_in_the_head_index_first(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mirror.store import fts
+
+    ranked: list[str] = []
+    real = fts._candidates
+
+    def spy(raw, match, count, where, top_sql=fts._TOP):  # type: ignore[no-untyped-def]
+        ranked.append("head" if top_sql == fts._HEAD_TOP else "all")
+        return real(raw, match, count, where, top_sql)
+
+    monkeypatch.setattr(fts, "_candidates", spy)
+    monkeypatch.setattr(fts, "COMMON", 2)  # "otters" is in two pages: common here
+    assert sorted(_names(store.search_local("otters", limit=2))) == ["otters", "sea"]
+    assert ranked and ranked[0] == "head" and "all" not in ranked
+    ranked.clear()
+    # "fish" is in no title or heading: the head tier cannot fill a page, every match is ranked.
+    assert set(_names(store.search_local("fish", limit=3))) == {"otters", "sea"}
+    assert ranked == ["head", "all"]

@@ -6,7 +6,8 @@ Revises: 0003
 Replaces `chunks` + `chunks_fts` (each chunk's text copied, title and description repeated on
 every chunk) with `search_docs` (heading lines and the side column only) and `doc_fts`, an
 external-content FTS5 table over the view `search_content`, which reads the text from
-`documents`. Tokenizer: porter (English stemming) over unicode61. The index is rebuilt from
+`documents`, and `head_fts`, the same over title, description and headings alone (the
+first tier for common words). Tokenizer: porter (English stemming) over unicode61. The index is rebuilt from
 the stored documents. On other databases only `search_docs` is created (no FTS5).
 """
 
@@ -35,10 +36,18 @@ CREATE_FTS = (
     f"CREATE VIRTUAL TABLE doc_fts USING fts5({_COLUMNS}, content = 'search_content', "
     "content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2')"
 )
+_HEAD = "title, description, headings"
+CREATE_HEAD = (
+    f"CREATE VIRTUAL TABLE head_fts USING fts5({_HEAD}, content = 'search_content', "
+    "content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2')"
+)
 CREATE_VOCAB = "CREATE VIRTUAL TABLE doc_fts_vocab USING fts5vocab(doc_fts, 'row')"
 _FORGET = (
     f"INSERT INTO doc_fts (doc_fts, rowid, {_COLUMNS}) "
     "SELECT 'delete', s.id, old.title, old.description, s.headings, old.content, s.side "
+    "FROM search_docs AS s WHERE s.name = old.name; "
+    f"INSERT INTO head_fts (head_fts, rowid, {_HEAD}) "
+    "SELECT 'delete', s.id, old.title, old.description, s.headings "
     "FROM search_docs AS s WHERE s.name = old.name; "
     "DELETE FROM search_docs WHERE name = old.name;"
 )
@@ -74,7 +83,7 @@ def upgrade() -> None:
     )
     if bind.dialect.name != "sqlite":
         return
-    for statement in (CREATE_VIEW, CREATE_FTS, CREATE_VOCAB, *CREATE_TRIGGERS):
+    for statement in (CREATE_VIEW, CREATE_FTS, CREATE_HEAD, CREATE_VOCAB, *CREATE_TRIGGERS):
         op.execute(statement)
     _backfill(bind)
 
@@ -96,6 +105,7 @@ def _backfill(bind: sa.Connection) -> None:
         )
         after = rows[-1][0]
     op.execute("INSERT INTO doc_fts (doc_fts) VALUES ('rebuild')")
+    op.execute("INSERT INTO head_fts (head_fts) VALUES ('rebuild')")
 
 
 def downgrade() -> None:
@@ -106,6 +116,7 @@ def downgrade() -> None:
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         op.execute("DROP TABLE IF EXISTS doc_fts_vocab")
         op.execute("DROP TABLE IF EXISTS doc_fts")
+        op.execute("DROP TABLE IF EXISTS head_fts")
         op.execute("DROP VIEW IF EXISTS search_content")
     op.drop_table("search_docs")
     op.create_table(

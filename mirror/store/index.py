@@ -23,7 +23,7 @@ from . import fts, sql
 from .fts import RANK, DocumentHit, LocalHit
 from .schema import documents
 from .schema_index import search_docs
-from .sql import FTS_TABLE
+from .sql import FTS_TABLE, HEAD_TABLE
 
 __all__ = [
     "DocumentHit",
@@ -43,6 +43,7 @@ _FILTERED = select(search_docs.c.id, search_docs.c.name).join(
     documents, documents.c.name == search_docs.c.name
 )
 _COLUMNS = "title, description, headings, body, side"
+_HEAD = "title, description, headings"
 # Old entries of these names, removed with exactly the values FTS5 indexed (the view reads
 # them from the same rows they were indexed from: only changed text is re-indexed).
 _FORGET = (
@@ -50,11 +51,19 @@ _FORGET = (
     f"SELECT 'delete', id, {_COLUMNS} FROM search_content WHERE id IN "
     "(SELECT id FROM search_docs WHERE name IN ({marks}))"
 )
+_FORGET_HEAD = (
+    f"INSERT INTO {HEAD_TABLE} ({HEAD_TABLE}, rowid, {_HEAD}) "
+    f"SELECT 'delete', id, {_HEAD} FROM search_content WHERE id IN "
+    "(SELECT id FROM search_docs WHERE name IN ({marks}))"
+)
 _DROP = "DELETE FROM search_docs WHERE name IN ({marks})"
 _INSERT_DOC = "INSERT INTO search_docs (name, headings, side) VALUES (?, ?, ?)"
 _INSERT_FTS = (
     f"INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) "
     f"SELECT id, {_COLUMNS} FROM search_content WHERE id > ?"
+)
+_INSERT_HEAD = (
+    f"INSERT INTO {HEAD_TABLE} (rowid, {_HEAD}) SELECT id, {_HEAD} FROM search_content WHERE id > ?"
 )
 
 
@@ -114,11 +123,13 @@ def _write(raw: Any, rows: Sequence[tuple[str, str, str]]) -> None:
             # Normally gone already (the triggers ran when the text changed); a document put
             # again unchanged through apply_changes still has its entry.
             cursor.execute(_FORGET.format(marks=marks), batch)
+            cursor.execute(_FORGET_HEAD.format(marks=marks), batch)
             cursor.execute(_DROP.format(marks=marks), batch)
         # The writer holds the write lock (BEGIN IMMEDIATE), and ids only grow (AUTOINCREMENT).
         before = cursor.execute("SELECT coalesce(max(id), 0) FROM search_docs").fetchone()[0]
         cursor.executemany(_INSERT_DOC, rows)
         cursor.execute(_INSERT_FTS, (before,))
+        cursor.execute(_INSERT_HEAD, (before,))
     finally:
         cursor.close()
 
@@ -160,7 +171,8 @@ def check(conn: Connection) -> IndexState:
     ).fetchone()[0]
     total = raw.execute(f"SELECT count(*) FROM {FTS_TABLE}_docsize").fetchone()[0]
     try:
-        raw.execute(f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
+        for table in (FTS_TABLE, HEAD_TABLE):
+            raw.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
         consistent = True
     except sqlite3.DatabaseError:  # SQLITE_CORRUPT_VTAB: the index disagrees with the text
         consistent = False
@@ -185,15 +197,17 @@ def rebuild(conn: Connection) -> int:
     """Rebuild the whole index from the stored documents (inside the caller's transaction);
     returns how many documents it holds."""
     raw = _raw(conn)
-    raw.execute(f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}) VALUES ('delete-all')")
+    for table in (FTS_TABLE, HEAD_TABLE):
+        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
     raw.execute("DELETE FROM search_docs")
     count = 0
     for batch in _stored(raw):
         rows = [index_row(doc) for doc in batch]
         raw.executemany(_INSERT_DOC, rows)
         count += len(rows)
-    raw.execute(f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}) VALUES ('rebuild')")
-    raw.execute(f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}) VALUES ('optimize')")
+    for table in (FTS_TABLE, HEAD_TABLE):
+        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
+        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
     return count
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import Column, Connection, ForeignKey, Integer, String, Table, Text, event
 
 from .schema import metadata
-from .sql import FTS_TABLE, FTS_VOCAB
+from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
 search_docs = Table(
     "search_docs",
@@ -55,11 +55,21 @@ CREATE_FTS = (
     f"CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5({_COLUMNS}, content = 'search_content', "
     "content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2')"
 )
+# The same documents' title, description and heading lines alone, over the same view: a
+# common word's doclist here is a small part of its doclist in doc_fts (fts.py's first tier).
+_HEAD = "title, description, headings"
+CREATE_HEAD = (
+    f"CREATE VIRTUAL TABLE {HEAD_TABLE} USING fts5({_HEAD}, content = 'search_content', "
+    "content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2')"
+)
 # Terms and their document counts: the vocabulary typo correction looks in.
 CREATE_VOCAB = f"CREATE VIRTUAL TABLE {FTS_VOCAB} USING fts5vocab({FTS_TABLE}, 'row')"
 _FORGET = (
     f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, {_COLUMNS}) "
     "SELECT 'delete', s.id, old.title, old.description, s.headings, old.content, s.side "
+    "FROM search_docs AS s WHERE s.name = old.name; "
+    f"INSERT INTO {HEAD_TABLE} ({HEAD_TABLE}, rowid, {_HEAD}) "
+    "SELECT 'delete', s.id, old.title, old.description, s.headings "
     "FROM search_docs AS s WHERE s.name = old.name; "
     "DELETE FROM search_docs WHERE name = old.name;"
 )
@@ -69,7 +79,7 @@ CREATE_TRIGGERS = (
     "WHEN old.title IS NOT new.title OR old.description IS NOT new.description "
     f"OR old.content IS NOT new.content BEGIN {_FORGET} END",
 )
-SQLITE_OBJECTS = (CREATE_VIEW, CREATE_FTS, CREATE_VOCAB, *CREATE_TRIGGERS)
+SQLITE_OBJECTS = (CREATE_VIEW, CREATE_FTS, CREATE_HEAD, CREATE_VOCAB, *CREATE_TRIGGERS)
 
 
 @event.listens_for(search_docs, "after_create")
@@ -87,4 +97,5 @@ def _drop_fts(_target: Table, connection: Connection, **_kw: Any) -> None:
             connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {trigger}")
         connection.exec_driver_sql(f"DROP TABLE IF EXISTS {FTS_VOCAB}")
         connection.exec_driver_sql(f"DROP TABLE IF EXISTS {FTS_TABLE}")
+        connection.exec_driver_sql(f"DROP TABLE IF EXISTS {HEAD_TABLE}")
         connection.exec_driver_sql("DROP VIEW IF EXISTS search_content")
