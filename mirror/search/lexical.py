@@ -59,9 +59,34 @@ STOPWORDS = frozenset((
 # compatibility), Hangul syllables, half-width Katakana.
 _CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
-# An identifier with a capital inside it: getUserMedia, onMessage, XMLHttpRequest, tf.Tensor
-# is not (no lower-case letter before the capital inside one word).
-_CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*")
+# An identifier with a capital inside it: getUserMedia, onMessage, XMLHttpRequest (tf.Tensor
+# is not: no lower-case letter before the capital inside one word).
+_CAMEL = re.compile(r"[A-Za-z][a-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*")
+# Where a capital follows a small letter or digit inside a word; the identifier is the run of
+# letters and digits around it. (One regex for the whole identifier backtracks at every
+# letter of every word: it cost more than the rest of an import together.)
+_TRANSITION = re.compile(r"[a-z0-9][A-Z]")
+_WORD_END = re.compile(r"[A-Za-z0-9]*")
+
+
+def camel_words(text: str) -> list[str]:
+    """The camelCase identifiers in `text`, each once, in order."""
+    found: dict[str, None] = {}
+    end = 0
+    for match in _TRANSITION.finditer(text):
+        if match.start() < end:
+            continue  # a second capital of the identifier just found
+        start = match.start()
+        while start and text[start - 1].isascii() and text[start - 1].isalnum():
+            start -= 1
+        stop = _WORD_END.match(text, match.end())
+        end = stop.end() if stop else match.end()
+        word = text[start:end]
+        if word[0].isalpha():
+            found[word] = None
+    return list(found)
+
+
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
 
@@ -86,7 +111,7 @@ def side_text(*texts: str | None) -> str:
     for text in texts:
         if not text:
             continue
-        for word in _CAMEL.findall(text):
+        for word in camel_words(text):
             if word not in seen:
                 seen.add(word)
                 parts.append(" ".join(camel_parts(word)))
