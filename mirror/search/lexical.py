@@ -104,14 +104,18 @@ def cjk_bigrams(run: str) -> list[str]:
 
 
 def side_text(*texts: str | None) -> str:
-    """What the index's side column holds for these texts: camelCase identifiers' parts (each
-    identifier once) and the bigrams of CJK runs, in order; empty for plain prose."""
+    """What the index's side column holds for these texts: the parts of camelCase identifiers
+    in their code (or anywhere in a text with no code), each identifier once, and the bigrams
+    of CJK runs, in order; empty for plain prose."""
     parts: list[str] = []
     seen: set[str] = set()
     for text in texts:
         if not text:
             continue
-        for word in camel_words(text):
+        # Identifiers live in code: inline `code` and fenced blocks, the odd pieces between
+        # backticks (scanning only those keeps the side column cheap to build).
+        code = " ".join(text.split("`")[1::2]) if "`" in text else text
+        for word in camel_words(code):
             if word not in seen:
                 seen.add(word)
                 parts.append(" ".join(camel_parts(word)))
