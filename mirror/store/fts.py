@@ -46,9 +46,9 @@ _TOP = f"SELECT rowid, {RANK} AS r FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? OR
 # The first tier for a common match (at least COMMON pages): BM25 costs a call per matching
 # page, and a common word's doclist in doc_fts spans most of the store (152 ms p99 at 50,000
 # documents when every chunk was ranked). Its doclist in head_fts (title, description,
-# headings) is a small part of that, and a page that names the word there is the one BM25
-# ranks first anyway (title and headings weigh most); only when fewer than a page of those
-# match does the search rank every match in doc_fts.
+# headings) is a small part of that, its doclist among titles alone smaller still, and a page
+# that names the word there is the one BM25 ranks first anyway (title and headings weigh
+# most); only when fewer than a page of those match does the search rank every match.
 COMMON = 2000
 HEAD_RANK = f"bm25({HEAD_TABLE}, {WEIGHTS[0]}, {WEIGHTS[1]}, {WEIGHTS[2]})"
 _HEAD_TOP = (
@@ -133,9 +133,12 @@ def _page(raw: Any, match: str, need: int, where: Filtered | None) -> list[Ranke
     """The first `need` documents matching `match` in (rank, name) order (a common match:
     those that match in head_fts, when they fill the page)."""
     if where is None and raw.execute(_COMMON, (match, COMMON)).fetchone()[0] >= COMMON:
-        found, _ = _candidates(raw, match, need, None, _HEAD_TOP)
-        if len(found) >= need:
-            return found
+        # Title alone first (a few thousand pages at most for the commonest word at 50,000
+        # documents), then title, description and headings.
+        for tier in ("{title} : (" + match + ")", match):
+            found, _ = _candidates(raw, tier, need, None, _HEAD_TOP)
+            if len(found) >= need:
+                return found
     count = need + 1
     while True:
         found, boundary = _candidates(raw, match, count, where)
