@@ -1,6 +1,7 @@
 """Local search at scale: index build rate, store size, and query latency next to bare FTS5.
 
 Usage: python -m bench.bench_search [--docs 50000] [--queries 300] [--dir PATH] [--keep]
+       python -m bench.bench_search --reuse DIR   # time the queries again on kept stores
 1. Build rate (documents/s) for the shared corpus (English Chrome + TensorFlow), next to the
    same import with indexing switched off, then for N synthetic documents generated
    deterministically from the corpus' own vocabulary (headings, paragraphs, code; ~5 KB median).
@@ -253,9 +254,17 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--dir", type=Path, default=None, help="where the temporary stores go")
     parser.add_argument("--keep", action="store_true", help="keep the stores (prints where)")
+    parser.add_argument(
+        "--reuse", type=Path, default=None, help="time the queries on stores kept by --keep"
+    )
     add_corpus_option(parser)
     args = parser.parse_args()
     real = corpus(args.corpus)
+    if args.reuse:
+        queries(
+            args, Synthetic(real), args.reuse / "synthetic.sqlite3", args.reuse / "bare.sqlite3"
+        )
+        return
     megabytes = sum(len((d.content or "").encode()) for d in real) / 1e6
     tmp = tempfile.mkdtemp(dir=args.dir)
     try:
@@ -318,6 +327,11 @@ def run(args: argparse.Namespace, real: list[Document], megabytes: float, tmp: P
         f"{bare_db.stat().st_size / markdown:.2f}x (filled at {args.docs / bare.seconds:,.0f} "
         "docs/s, SQL only)"
     )
+    queries(args, synthetic, db, bare_db)
+
+
+def queries(args: argparse.Namespace, synthetic: Synthetic, db: Path, bare_db: Path) -> None:
+    """Time the query mixes on the built store and baseline."""
     store = Store.open(f"sqlite:///{db}")
     print(f"{args.queries} queries per kind; a page of {LIMIT} results")
     common = [w for w in synthetic.words if w.lower() not in STOPWORDS][:50]
@@ -327,8 +341,8 @@ def run(args: argparse.Namespace, real: list[Document], megabytes: float, tmp: P
         ("2-word", synthetic.queries(args.queries, 2, args.docs)),
         ("1-word uniform", uniform_words(synthetic, args.queries)),
     ]
-    for label_mix, queries in mixes:
-        ours, bare = latency(store, bare_db, queries)
+    for label_mix, mix in mixes:
+        ours, bare = latency(store, bare_db, mix)
         print(
             f"{label_mix:22} search_local p50 {ms(pct(ours, 50))} p99 {ms(pct(ours, 99))} | "
             f"bare FTS5 p50 {ms(pct(bare, 50))} p99 {ms(pct(bare, 99))} "
