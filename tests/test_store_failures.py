@@ -70,12 +70,15 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "lock": ["--requirements", str(files["toml"]), "--output", str(out / "x.lock")],
         "sync": ["--locked", "--lock", str(files["lock"]), "--from", str(files["snap"])],
         "export-md": [str(out / "md")],
+        "index check": [],
+        "index rebuild": [],
     }
 
 
 # Commands that write to the store (whatever the store, they must be refused by a read-only one).
+# `index check` too: FTS5's integrity check is a command written as an INSERT.
 WRITERS = {"get", "fetch", "search", "answer", "import", "db upgrade", "demo", "serve",
-           "snapshot import", "lock", "sync"}  # fmt: skip
+           "snapshot import", "lock", "sync", "index check", "index rebuild"}  # fmt: skip
 
 
 @dataclass
