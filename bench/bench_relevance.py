@@ -175,14 +175,14 @@ def main() -> None:
         return
     kinds = sorted({kind for tier in results.values() for kind in tier if kind != "all"})
     print(f"{len(queries)} queries; hit@1 / hit@5 / MRR@10")
-    print(f"{'kind':18}" + "".join(f"{name:>24}" for name in results))
+    print(f"{'kind':22}" + "".join(f"{name:>24}" for name in results))
     for kind in [*kinds, "all"]:
         cells = "".join(
             "{:>24}".format("{hit@1:.2f} / {hit@5:.2f} / {mrr@10:.2f}".format(**tier[kind]))
             for tier in results.values()
         )
         count = results["lexical"][kind]["queries"]
-        print(f"{kind + f' ({count:.0f})':18}{cells}")
+        print(f"{kind + f' ({count:.0f})':22}{cells}")
 
 
 if __name__ == "__main__":
