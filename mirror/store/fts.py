@@ -101,9 +101,14 @@ class DocumentHit:
     score: float
 
 
+# The least score a match gets: BM25 is near 0 for a word in most pages of a small store, and
+# a hit with relevanceScore 0 would read as "not relevant" (upstream's are in (0, 1]).
+MIN_SCORE = 1e-6
+
+
 def _score(rank: float) -> float:
     s = max(-rank, 0.0)
-    return s / (s + SCORE_K)
+    return max(s / (s + SCORE_K), MIN_SCORE)
 
 
 def _candidates(
