@@ -2,11 +2,12 @@
 
 Usage: python -m bench.bench_import [--repeat N]
 
-dk-mirror's import parses and validates every record, hashes its content, splits it into
-chunks and writes the documents, the chunks and the full-text index in one transaction.
+dk-mirror's import parses and validates every record, hashes its content, finds its heading
+lines and identifier parts and writes the documents, their search_docs rows and the full-text
+index (read back from the documents: external content) in one transaction.
 Two baselines run in the same process on the same migrated schema:
-- "same rows": raw sqlite3 executemany of exactly the rows dk-mirror writes (documents, chunks,
-  FTS rows), prepared before the clock starts: the cost of the SQL alone;
+- "same rows": raw sqlite3 executemany of exactly the rows dk-mirror writes (documents,
+  search_docs, then the FTS rows from the view), prepared before the clock starts: the SQL alone;
 - "documents only": parse the file and executemany the documents table, no index (what the
   import cost before the search index existed).
 Target (issue 2): at least 0.7x the raw rate.
@@ -23,49 +24,38 @@ from pathlib import Path
 from bench.common import add_corpus_option, english_corpus, median
 from mirror.config import Settings
 from mirror.records import read_documents
-from mirror.search.chunking import chunk_markdown
 from mirror.service import Mirror
-from mirror.store.index import FTS_TABLE
+from mirror.store.index import index_row
 from mirror.store.rows import document_row as _row
 from mirror.store.schema import documents
 from mirror.store.store import Store
 
 COLUMNS = tuple(c.name for c in documents.columns)
 INSERT_DOC = f"INSERT OR REPLACE INTO documents ({','.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})"
-INSERT_CHUNK = "INSERT INTO chunks (id, name, chunk_id, ordinal, heading) VALUES (?, ?, ?, ?, ?)"
+INSERT_SEARCH = "INSERT INTO search_docs (name, headings, side) VALUES (?, ?, ?)"
 INSERT_FTS = (
-    f"INSERT INTO {FTS_TABLE} (rowid, title, description, heading, body) VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO doc_fts (rowid, title, description, headings, body, side) "
+    "SELECT id, title, description, headings, body, side FROM search_content"
 )
 
 
-def prepared_rows(
-    path: Path,
-) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
-    """The document, chunk and FTS rows dk-mirror writes for the file (untimed)."""
+def prepared_rows(path: Path) -> tuple[list[tuple[object, ...]], list[tuple[str, str, str]]]:
+    """The document and search_docs rows dk-mirror writes for the file (untimed)."""
     docs = read_documents(path)
     doc_rows = [tuple(_row(d, 0.0, "raw").values()) for d in docs]
-    chunk_rows, fts_rows = [], []
-    next_id = 1
-    for doc in docs:
-        for ordinal, chunk in enumerate(chunk_markdown(doc.content or "")):
-            chunk_rows.append((next_id, doc.name, chunk.id, ordinal, chunk.heading))
-            fts_rows.append(
-                (next_id, doc.title or "", doc.description or "", chunk.heading, chunk.text)
-            )
-            next_id += 1
-    return doc_rows, chunk_rows, fts_rows
+    return doc_rows, [index_row(doc) for doc in docs if doc.content]
 
 
-def raw_write(db: Path, doc_rows: list, chunk_rows: list, fts_rows: list) -> None:  # type: ignore[type-arg]
+def raw_write(db: Path, doc_rows: list, search_rows: list) -> None:  # type: ignore[type-arg]
     """executemany the given rows in one IMMEDIATE transaction, with the store's pragmas."""
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany(INSERT_DOC, doc_rows)
-    if chunk_rows:
-        conn.executemany(INSERT_CHUNK, chunk_rows)
-        conn.executemany(INSERT_FTS, fts_rows)
+    if search_rows:
+        conn.executemany(INSERT_SEARCH, search_rows)
+        conn.execute(INSERT_FTS)
     conn.execute("COMMIT")
     conn.close()
 
@@ -85,20 +75,20 @@ def main() -> None:
     add_corpus_option(parser)
     args = parser.parse_args()
     corpus = english_corpus(args.corpus)
-    doc_rows, chunk_rows, fts_rows = prepared_rows(corpus)
+    doc_rows, search_rows = prepared_rows(corpus)
     count = len(doc_rows)
     ours_t, same_t, docs_t = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
             _, path = fresh(tmp, f"same{i}")
             start = time.perf_counter()
-            raw_write(path, doc_rows, chunk_rows, fts_rows)
+            raw_write(path, doc_rows, search_rows)
             same_t.append(time.perf_counter() - start)
 
             _, path = fresh(tmp, f"docs{i}")
             start = time.perf_counter()
             parsed = [tuple(_row(d, 0.0, "raw").values()) for d in read_documents(corpus)]
-            raw_write(path, parsed, [], [])
+            raw_write(path, parsed, [])
             docs_t.append(time.perf_counter() - start)
 
             url, _ = fresh(tmp, f"ours{i}")
@@ -110,14 +100,14 @@ def main() -> None:
     ours = count / median(ours_t)
     same = count / median(same_t)
     docs_only = count / median(docs_t)
-    print(f"dk-mirror import (parse, hash, chunk, index)  {ours:8,.0f} docs/s")
+    print(f"dk-mirror import (parse, hash, index)         {ours:8,.0f} docs/s")
     print(
         f"raw executemany, same rows (SQL only)         {same:8,.0f} docs/s   ratio {ours / same:.2f}x (target >= 0.7x)"
     )
     print(
         f"raw parse + executemany, documents only       {docs_only:8,.0f} docs/s   ratio {ours / docs_only:.2f}x"
     )
-    print(f"{count} documents, {len(chunk_rows)} chunks, median of {args.repeat} runs")
+    print(f"{count} documents, median of {args.repeat} runs")
 
 
 if __name__ == "__main__":

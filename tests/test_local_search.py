@@ -16,8 +16,8 @@ from sqlalchemy import delete, text
 
 from mirror.models import Document
 from mirror.search import filters
+from mirror.search.lexical import all_of, any_of, query_terms
 from mirror.store import fts, index
-from mirror.store.index import match_expression, query_terms
 from mirror.store.schema import documents
 from mirror.store.store import Store
 
@@ -73,24 +73,27 @@ def _names(hits: list[index.LocalHit]) -> list[str]:
     return [h.name.rsplit("/", 1)[-1] for h in hits]
 
 
-def _chunk_text(store: Store, name: str, chunk_id: str) -> str | None:
-    """The indexed text of one chunk, read straight from the FTS table."""
+def _indexed(store: Store, name: str) -> bool:
+    """Whether a document has an entry in the index (search_docs and the FTS row it names)."""
     with store.engine.connect() as conn:
-        return conn.execute(
-            text(
-                "SELECT f.body FROM chunks AS c JOIN chunks_fts AS f ON f.rowid = c.id "
-                "WHERE c.name = :name AND c.chunk_id = :chunk"
-            ),
-            {"name": name, "chunk": chunk_id},
-        ).scalar()
+        return bool(
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM search_docs AS s JOIN doc_fts_docsize AS f "
+                    "ON f.id = s.id WHERE s.name = :name"
+                ),
+                {"name": name},
+            ).scalar_one()
+        )
 
 
 def _counts(store: Store) -> tuple[int, int, int]:
+    """Documents, index entries, FTS rows."""
     with store.engine.connect() as conn:
         return (
             conn.execute(text("SELECT count(*) FROM documents")).scalar_one(),
-            conn.execute(text("SELECT count(*) FROM chunks")).scalar_one(),
-            conn.execute(text("SELECT count(*) FROM chunks_fts")).scalar_one(),
+            conn.execute(text("SELECT count(*) FROM search_docs")).scalar_one(),
+            conn.execute(text("SELECT count(*) FROM doc_fts_docsize")).scalar_one(),
         )
 
 
@@ -102,8 +105,8 @@ def test_put_documents_are_found(store: Store) -> None:
     assert (hit.chunk_id, hit.heading) == ("c0", "Walrus care")
     assert hit.text == "# Walrus care\n\nFeed the walrus fish every morning."
     assert 0.0 < hit.score < 1.0
-    assert _chunk_text(store, hit.name, "c0") == hit.text
-    assert _chunk_text(store, hit.name, "c9") is None
+    assert _indexed(store, hit.name)
+    assert not _indexed(store, f"documents/{CHROME}/nothing")
 
 
 def test_changed_content_replaces_the_old_words(store: Store) -> None:
@@ -114,14 +117,14 @@ def test_changed_content_replaces_the_old_words(store: Store) -> None:
     )
     assert store.search_local("fish") == []
     assert _names(store.search_local("clams")) == ["walrus"]
-    _, chunks, fts = _counts(store)
-    assert chunks == fts
+    docs, entries, rows = _counts(store)
+    assert docs == entries == rows
 
 
 def test_unchanged_copies_are_not_reindexed(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     chunked: list[str] = []
-    real = index.chunk_markdown
-    monkeypatch.setattr(index, "chunk_markdown", lambda c: chunked.append(c) or real(c))
+    real = index.headings
+    monkeypatch.setattr(index, "headings", lambda c: chunked.append(c) or real(c))
     store.put(DOCS, fetched_at=5.0, upstream="again")
     assert chunked == []
     store.put([replace(DOCS[0], title="Walrus feeding")], fetched_at=6.0, upstream="again")
@@ -132,21 +135,21 @@ def test_unchanged_copies_are_not_reindexed(store: Store, monkeypatch: pytest.Mo
 def test_metadata_only_copy_drops_the_chunks(store: Store) -> None:
     store.put([_doc("walrus", "Walrus care", None)], fetched_at=1.0, upstream="test")
     assert store.search_local("walrus fish") == []
-    assert _chunk_text(store, f"documents/{CHROME}/walrus", "c0") is None
+    assert not _indexed(store, f"documents/{CHROME}/walrus")
 
 
 def test_failed_write_leaves_documents_and_index_unchanged(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = _counts(store)
-    real = index.chunk_markdown
+    real = index.headings
 
-    def failing(content: str) -> list[object]:
+    def failing(content: str) -> str:
         if "boom" in content:
             raise RuntimeError("boom")
-        return list(real(content))
+        return real(content)
 
-    monkeypatch.setattr(index, "chunk_markdown", failing)
+    monkeypatch.setattr(index, "headings", failing)
     batch = [
         _doc("walrus", "Walrus care", "# Walrus care\n\nWalruses like clams."),
         _doc("new", "New page", "# New\n\nboom"),
@@ -163,8 +166,7 @@ def test_deleting_a_document_deletes_its_index_rows(store: Store) -> None:
     with store.engine.begin() as conn:
         conn.execute(delete(documents).where(documents.c.name == f"documents/{CHROME}/walrus"))
     assert store.search_local("walrus") == []
-    docs, chunks, fts = _counts(store)
-    assert (docs, chunks) == (len(DOCS) - 1, fts)
+    assert _counts(store) == (len(DOCS) - 1,) * 3
 
 
 def test_where_clause_restricts_results(store: Store) -> None:
@@ -310,11 +312,19 @@ def test_arbitrary_text_never_raises(shared: Store, query: str) -> None:
     assert isinstance(shared.search_local(query, limit=3), list)
 
 
+def _texts(query: str) -> list[str]:
+    return [t.text for t in query_terms(query)]
+
+
 def test_match_expressions_contain_only_quoted_words() -> None:
-    assert query_terms('title:"foo" NEAR(bar*, 2) -baz') == ["title foo", "NEAR bar", "2", "baz"]
-    assert query_terms("How do I migrate my extension?") == ["migrate", "extension"]
-    assert query_terms("how do I") == ["how", "do", "I"]
+    assert _texts('title:"foo" NEAR(bar*, 2) -baz') == ["title foo", "NEAR bar", "2", "baz"]
+    assert _texts("How do I migrate my extension?") == ["migrate", "extension"]
+    assert _texts("how do I") == ["how", "do", "I"]
     assert query_terms("🎉 !!!") == []
-    assert match_expression(['a"b', "c"], "OR") == '"a""b" OR "c"'
-    with pytest.raises(ValueError):
-        match_expression(["a"], "NEAR")
+    terms = query_terms('a"b c')
+    assert all_of(terms) == '"a b" AND "c"'
+    assert any_of(query_terms("chrome.runtime.onMessage")) == (
+        '"chrome runtime onMessage" OR "chrome" OR "runtime" OR "onMessage" OR "on" OR "message"'
+    )
+    assert all_of(query_terms("服务工作线程")) == '"服务 务工 工作 作线 线程"'
+    assert all_of(query_terms("服")) == '"服"*'

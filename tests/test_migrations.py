@@ -48,13 +48,13 @@ def _shape(url: str) -> dict[str, list[object]]:
 
 
 def _sqlite_objects(url: str) -> dict[str, str]:
-    """SQL of what reflection cannot compare: FTS5 virtual tables (their tokenizer) and
-    triggers. Their shadow tables (chunks_fts_data, ...) are compared by `_shape`."""
+    """SQL of what reflection cannot compare: FTS5 virtual tables (their tokenizer), views and
+    triggers. Their shadow tables (doc_fts_data, ...) are compared by `_shape`."""
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
             rows = conn.exec_driver_sql(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+                "SELECT name, sql FROM sqlite_master WHERE type IN ('trigger', 'view') "
                 "OR (type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%')"
             ).all()
         return {name: " ".join(sql.split()) for name, sql in rows}
@@ -77,7 +77,15 @@ def test_blank_database_migrates_to_the_code_schema(tmp_path: Path) -> None:
     assert got.pop("alembic_version")
     assert got == _shape(direct)
     objects = _sqlite_objects(migrated)
-    assert set(objects) == {"chunks_fts", "chunks_fts_delete", *schema_counts.TRIGGERS}
+    assert set(objects) == {
+        "doc_fts",
+        "doc_fts_vocab",
+        "head_fts",
+        "doc_fts_forget",
+        "doc_fts_change",
+        "search_content",
+        *schema_counts.TRIGGERS,
+    }
     assert objects == _sqlite_objects(direct)
 
 

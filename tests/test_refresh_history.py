@@ -94,7 +94,7 @@ def _footprint(db_url: str) -> dict[str, int]:
                 "contents": one("SELECT count(*) FROM version_contents"),
                 "content_bytes": one("SELECT sum(length(content)) FROM documents")
                 + one("SELECT coalesce(sum(length(content)), 0) FROM version_contents"),
-                "chunks": one("SELECT count(*) FROM chunks"),
+                "index rows": one("SELECT count(*) FROM search_docs"),
             }
     finally:
         engine.dispose()

@@ -16,7 +16,24 @@ def test_link_targets_and_markup_are_dropped_before_marking():
     marked = [s for s, is_match in segments if is_match]
     assert marked and {m.lower() for m in marked} <= {"service", "worker", "lifecycle"}
     assert all("/" not in s for s, is_match in segments if is_match)
-    assert "".join(s for s, _ in segments).startswith("Lifecycle Read the service worker lifecycle")
+    assert "".join(s for s, _ in segments).startswith(
+        "Lifecycle — Read the service worker lifecycle"
+    )
+
+
+def test_fences_lose_their_info_strings_and_headings_stand_apart():
+    markdown = (
+        "## Install\n\nRun this:\n\n```sh {: .devsite-terminal }\npip install tensorflow\n```\n\n"
+        "### Check it ###\nImport it."
+    )
+    text = plain_text(markdown)
+    assert text == "Install — Run this: pip install tensorflow Check it — Import it."
+    assert "sh" not in text.split() and "devsite" not in text
+
+
+def test_stemmed_words_are_marked():
+    segments = best_window("Sea otters float. An otter eats.", "otter floating")
+    assert [s for s, is_match in segments if is_match] == ["otters", "float", "otter"]
 
 
 def test_window_centres_on_the_densest_run_of_matches():

@@ -74,12 +74,15 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "refresh": [],
         "history": [NAME],
         "diff": [NAME, "--from", "1", "--to", "1"],
+        "index check": [],
+        "index rebuild": [],
     }
 
 
 # Commands that write to the store (whatever the store, they must be refused by a read-only one).
+# `index check` too: FTS5's integrity check is a command written as an INSERT.
 WRITERS = {"get", "fetch", "crawl", "search", "answer", "import", "db upgrade", "demo", "serve",
-           "snapshot import", "lock", "sync", "refresh"}  # fmt: skip
+           "snapshot import", "lock", "sync", "refresh", "index check", "index rebuild"}  # fmt: skip
 
 
 @dataclass

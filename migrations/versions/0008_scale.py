@@ -1,7 +1,7 @@
 """scale: kept document counts per data source (triggers), and an index on fetched_at
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 
 `status` read every document to count them, sum their bytes and find the newest fetch (seconds
 at 1M documents). The counts now live in `document_counts`, kept by triggers on SQLite in the
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

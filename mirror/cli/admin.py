@@ -258,6 +258,50 @@ def db_upgrade(ctx: click.Context) -> None:
     click.echo(f"store at revision {status.current}", err=True)
 
 
+@click.group()
+def index() -> None:
+    """The local search index: check it against the stored documents, or rebuild it."""
+
+
+@index.command(name="check")
+@json_option
+@global_options
+@click.pass_context
+def index_check(ctx: click.Context, as_json: bool) -> None:
+    """Compare the index with the stored documents; exit 1 if it needs a rebuild."""
+    state = open_mirror(ctx).check_index()
+    if as_json:
+        click.echo(
+            render.to_json(
+                {
+                    "consistent": state.consistent,
+                    "documents": state.documents,
+                    "indexed": state.indexed,
+                    "orphans": state.orphans,
+                    "stale": state.stale,
+                }
+            )
+        )
+    else:
+        verdict = "stale: run dk-mirror index rebuild" if state.stale else "up to date"
+        click.echo(
+            f"documents with content: {state.documents}\nindexed: {state.indexed}\n"
+            f"entries without a document: {state.orphans}\n"
+            f"full-text index matches the text: {'yes' if state.consistent else 'no'}\n{verdict}"
+        )
+    if state.stale:
+        ctx.exit(1)
+
+
+@index.command(name="rebuild")
+@global_options
+@click.pass_context
+def index_rebuild(ctx: click.Context) -> None:
+    """Rebuild the index from the stored documents (the store is the source of truth)."""
+    count = open_mirror(ctx).rebuild_index()
+    click.echo(f"indexed {count} documents", err=True)
+
+
 @click.command()
 @global_options
 @click.pass_context

@@ -89,6 +89,11 @@ LAZY = {
         "import_",
         "Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.",
     ),
+    "index": Lazy(
+        "admin",
+        "index",
+        "The local search index: check it against the stored documents, or rebuild it.",
+    ),
     "lock": Lazy(
         "ci",
         "lock",

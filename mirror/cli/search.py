@@ -67,7 +67,13 @@ def search(
     if not result.page.results:
         click.echo(f"no results ({result.source})", err=True)
         return
+    previous = None
     for i, hit in enumerate(result.page.results, start=1):
+        if hit.parent == previous:
+            # The same page's next-best chunk (local results are grouped by page).
+            click.echo(f"   + {_marked(best_window(plain_text(hit.content), query))}\n")
+            continue
+        previous = hit.parent
         title = hit.document.title if hit.document and hit.document.title else hit.parent
         score = f" {hit.relevance_score:.2f}" if hit.relevance_score is not None else ""
         click.echo(

@@ -189,3 +189,30 @@ def chunk_markdown(content: str) -> list[Chunk]:
         if text.strip():
             chunks.append(Chunk(f"c{len(chunks)}", heading, text))
     return chunks
+
+
+def headings(content: str) -> str:
+    """The text of every ATX heading outside fenced code, one per line (what the index weighs
+    above the body)."""
+    if "\r" in content:
+        content = content.replace("\r\n", "\n").replace("\r", "\n")
+    content = "\n" + content
+    out: list[str] = []
+    search_from = 0
+    while True:
+        found = _SPECIAL.search(content, search_from)
+        if found is None:
+            return "\n".join(out)
+        search_from = found.end()
+        fence = found.group(3)
+        if fence:
+            if fence[0] == "`" and "`" in found.group(4):
+                continue  # not a fence: a backtick fence's info has no backtick
+            closing = _closing_fence(fence).search(content, found.end())
+            if closing is None:
+                return "\n".join(out)
+            search_from = closing.end()
+        else:
+            title = _heading_text(found.group(2))
+            if title:
+                out.append(title)

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import re
 
+from .lexical import stem_key
+
 _WORD = re.compile(r"\w+", re.UNICODE)
+# Between a heading and the text after it, so a snippet does not run them together.
+HEADING_SEPARATOR = " — "
 
 # Markdown and template syntax that would clutter a one-line snippet, and what replaces it.
 _NOISE = (
+    # A code fence line with its info string (```js, ```sh {: .devsite-terminal}), whole.
+    (re.compile(r"(?m)^[ \t]*(?:```|~~~)[^\n]*$"), " "),
     (re.compile(r"\{%.*?%\}"), " "),
     (re.compile(r"\{:[^}]*\}"), " "),
-    (re.compile(r"(?:```|~~~)[\w+-]*"), " "),
     (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
     (re.compile(r"\[([^\]]*)\]\[[^\]]*\]"), r"\1"),
     (re.compile(r"</?[A-Za-z][^<>]{0,300}>"), " "),
-    (re.compile(r"(?m)^\s{0,3}#{1,6}\s+"), ""),
+    # An ATX heading keeps its words (without closing #s) and is set off from the text after.
+    (re.compile(r"(?m)^[ \t]{0,3}#{1,6}[ \t]+([^\n]*?)[ \t#]*$"), r"\1" + HEADING_SEPARATOR),
     # Bold markers and backticks only: a lone `_` or `*` is as often part of an identifier.
     (re.compile(r"\*\*|__|`"), ""),
 )
@@ -24,7 +30,8 @@ def plain_text(markdown: str) -> str:
     """Markdown reduced to readable prose for snippets (links keep their text)."""
     for pattern, replacement in _NOISE:
         markdown = pattern.sub(replacement, markdown)
-    return " ".join(markdown.split())
+    flat = " ".join(markdown.split())
+    return flat.removesuffix(HEADING_SEPARATOR.rstrip()).rstrip()
 
 
 def query_words(query: str) -> set[str]:
@@ -32,12 +39,18 @@ def query_words(query: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(query)}
 
 
+def _matcher(query: str) -> set[str]:
+    """The stem keys of the query's words: a word of the text is marked when its key is one
+    (search is stemmed: "otter" finds and marks "otters")."""
+    return {stem_key(w) for w in query_words(query)}
+
+
 def best_window(text: str, query: str, width: int = 240) -> list[tuple[str, bool]]:
     """About `width` characters of `text` around the densest run of query words, as
     (segment, is_match) pairs; whitespace is folded so a snippet sits on one line."""
     flat = " ".join(text.split())
-    wanted = query_words(query)
-    hits = [m for m in _WORD.finditer(flat) if m.group().lower() in wanted]
+    wanted = _matcher(query)
+    hits = [m for m in _WORD.finditer(flat) if stem_key(m.group()) in wanted]
     start = 0
     if hits:
         # Slide over the hits: the window starting at hit i covers hits up to start+width.
@@ -55,7 +68,7 @@ def best_window(text: str, query: str, width: int = 240) -> list[tuple[str, bool
     segments: list[tuple[str, bool]] = []
     last = 0
     for m in _WORD.finditer(window):
-        if m.group().lower() in wanted:
+        if stem_key(m.group()) in wanted:
             if m.start() > last:
                 segments.append((window[last : m.start()], False))
             segments.append((m.group(), True))

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..snapshots.lockcheck import LockDrift
     from ..snapshots.lockfile import LockEntry
     from ..snapshots.read import VerifyReport
+    from ..store.index import IndexState
     from ..store.migrate import SchemaStatus
     from ..store.reader import Reader
     from ..store.store import Store
@@ -466,3 +467,11 @@ class Mirror:
 
         upgrade_url(self.settings.db_url)
         return schema_status(self.settings.db_url)
+
+    def check_index(self) -> IndexState:
+        """Compare the local search index with the stored documents (reads every row)."""
+        return self._ctx().store.check_index()
+
+    def rebuild_index(self) -> int:
+        """Rebuild the local search index from the stored documents; returns how many."""
+        return self._ctx().store.rebuild_index()

@@ -17,6 +17,7 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..search import filters
+    from ..store.fts import DocumentHit
 
 # Page tokens the local index gives out start with this; upstream's never do.
 LOCAL_TOKEN = "local."
@@ -174,27 +175,58 @@ def _offline(ctx: Context, request: SearchRequest) -> SearchResult:
     return replay(ctx, request) or SearchResult(_local(ctx, request), Source.LOCAL)
 
 
+def lexical_ranking(
+    ctx: Context, query: str, *, limit: int, node: filters.Node | None = None
+) -> list[DocumentHit]:
+    """The lexical tier: the best `limit` documents for `query` in the local index, best first
+    (name, BM25 rank, score in [0, 1]). A hybrid tier fuses its own ranking with this one and
+    hands the fused list to `grouped_page`."""
+    return ctx.store.rank_documents(query, limit=limit, where=node)
+
+
+def grouped_page(
+    ctx: Context, query: str, ranking: list[DocumentHit], *, offset: int, size: int
+) -> tuple[list[DocumentChunk], bool]:
+    """Results `offset` to `offset + size` of a document ranking as chunks, grouped by document:
+    each document's best chunks (at most lexical.PER_DOCUMENT), its best first; and whether more
+    follow. A document gone from the store since it was ranked is skipped."""
+    from ..search import lexical
+
+    need = offset + size + 1  # one more, to know whether a next page exists
+    results: list[DocumentChunk] = []
+    done = 0
+    while len(results) < need and done < len(ranking):
+        # A few documents at a time: most pages are filled by the first few.
+        group = ranking[done : done + max(2, (need - len(results) + 1) // 2)]
+        done += len(group)
+        cached = ctx.store.get_many([hit.name for hit in group])
+        shown = [hit for hit in group if hit.name in cached and cached[hit.name].document.content]
+        contents = [cached[hit.name].document.content or "" for hit in shown]
+        for hit, chunks in zip(shown, lexical.best_chunks(contents, query), strict=True):
+            basic = cached[hit.name].document.basic()
+            results.extend(
+                DocumentChunk(
+                    parent=hit.name,
+                    id=chunk.id,
+                    content=chunk.text,
+                    document=basic,
+                    relevance_score=round(hit.score, 6),
+                    source=Source.LOCAL,
+                )
+                for chunk in chunks
+            )
+    return results[offset : offset + size], len(results) > offset + size
+
+
 def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     offset = _decode_token(request) if request.page_token else 0
-    hits = ctx.store.search_local(
-        request.query, limit=request.page_size + 1, offset=offset, where=request.node
+    # Every document gives at least one chunk, so this many documents always fill the page.
+    ranking = lexical_ranking(
+        ctx, request.query, limit=offset + request.page_size + 1, node=request.node
     )
-    page_hits = hits[: request.page_size]
-    cached = ctx.store.get_many(list(dict.fromkeys(h.name for h in page_hits)))
-    results = tuple(
-        DocumentChunk(
-            parent=hit.name,
-            id=hit.chunk_id,
-            content=hit.text,
-            document=cached[hit.name].document.basic() if hit.name in cached else None,
-            relevance_score=round(hit.score, 6),
-            source=Source.LOCAL,
-        )
-        for hit in page_hits
-    )
-    more = len(hits) > request.page_size
+    results, more = grouped_page(ctx, request.query, ranking, offset=offset, size=request.page_size)
     token = _encode_token(request, offset + request.page_size) if more else None
-    return SearchPage(results, token)
+    return SearchPage(tuple(results), token)
 
 
 def _sourced(page: SearchPage, source: Source) -> SearchPage:

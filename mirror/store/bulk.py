@@ -89,6 +89,6 @@ def _put(
 def _remove(conn: Connection, names: list[str]) -> int:
     if names:
         versions.retire(conn, names)  # history outlives a deletion
-        # Chunks go by ON DELETE CASCADE, and their FTS rows by the chunks trigger.
+        # Their index entries go by the trigger on documents (schema_index.py).
         conn.execute(delete(documents).where(documents.c.name.in_(names)))
     return len(names)

@@ -1,67 +1,80 @@
-"""Ranking local search hits in SQLite FTS5, on a plain sqlite3 connection (no SQLAlchemy).
+"""Local search in SQLite FTS5, on a plain sqlite3 connection (no SQLAlchemy): documents ranked
+by BM25, then each document's best chunks.
 
 The one implementation of local search: the full Store runs it on the DBAPI connection under
 its SQLAlchemy connection (index.search), the cold-start Reader on its own sqlite3 connection.
-`search` never passes user text to FTS5 as syntax: it builds the MATCH expression from the
-query's words, each quoted as an FTS5 string. A `where` filter is SQL only the Store can
-build, so it comes in as a `Filtered` strategy.
+User text is never FTS5 syntax (mirror.search.lexical quotes every term). A `where` filter is
+SQL only the Store can build, so it comes in as a `Filtered` strategy.
+
+Two steps, so a page never crowds the results and a common word never costs a scan of every
+chunk: (1) documents are ranked in `doc_fts`, one row per document (title, description,
+headings, body, side column), pages with every term first, topped up with pages with any term;
+(2) only the documents shown are cut into chunks again (the chunker is deterministic) and
+their chunks scored (mirror.search.lexical.best_chunks), keeping each page's best
+PER_DOCUMENT chunks, the best first.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
+import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .sql import FTS_TABLE
+from ..search import lexical
+from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
-# bm25 weights per FTS column (title, description, heading, body). Title and description are
-# repeated on every chunk row, so a page whose title names the query ranks its chunks first.
-WEIGHTS = (10.0, 4.0, 3.0, 1.0)
+# bm25 weights per doc_fts column (title, description, heading lines, body, side column).
+WEIGHTS = (8.0, 2.0, 3.0, 1.0, 1.0)
 # score = s / (s + SCORE_K) with s = -bm25: monotonic, in [0, 1), 0.5 where s == SCORE_K.
 SCORE_K = 10.0
-
-# Long queries cost one doclist per term; beyond this many words they add little.
-MAX_TERMS = 32
-MAX_QUERY_CHARS = 4096
-MAX_TERM_CHARS = 64
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+# Queries of this many terms or more rank pages with any term by BM25 from the start: pages
+# with every word of a long question are few and often only mention each in passing.
+LONG_QUERY = 4
 # SQLite's default limit on bound parameters is 32766 (since 3.32); batches stay far below.
 BATCH = 500
 # How many candidates the ranked FTS pass fetches before a `where` filter, at most, before
 # the search falls back to filtering every match in one SQL statement.
 _MAX_CANDIDATES = 4000
-
-# Words that match nearly every chunk: dropped from a query that has other words, so
-# "how do I migrate my extension" ranks by "migrate" and "extension" (and AND still finds it).
-# fmt: off
-STOPWORDS = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
-    "i", "if", "in", "is", "it", "its", "me", "my", "of", "on", "or", "should", "so", "that",
-    "the", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with",
-    "you", "your",
-))
-# fmt: on
+# Typo correction looks at vocabulary terms sharing the first two letters, at most this many.
+_MAX_SPELLING_CANDIDATES = 20_000
 
 RANK = "bm25({table}, {w})".format(table=FTS_TABLE, w=", ".join(map(str, WEIGHTS)))
 _TOP = f"SELECT rowid, {RANK} AS r FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? ORDER BY r LIMIT ?"
-_BODIES = f"SELECT rowid, body FROM {FTS_TABLE} WHERE rowid IN ({{marks}})"
-_BY_IDS = "SELECT id, name, chunk_id, ordinal, heading FROM chunks WHERE id IN ({marks})"
+# The first tier for a common match (at least COMMON pages): BM25 costs a call per matching
+# page, and a common word's doclist in doc_fts spans most of the store (152 ms p99 at 50,000
+# documents when every chunk was ranked). Its doclist in head_fts (title, description,
+# headings) is a small part of that, its doclist among titles alone smaller still, and a page
+# that names the word there is the one BM25 ranks first anyway (title and headings weigh
+# most); only when fewer than a page of those match does the search rank every match.
+COMMON = 2000
+HEAD_RANK = f"bm25({HEAD_TABLE}, {WEIGHTS[0]}, {WEIGHTS[1]}, {WEIGHTS[2]})"
+_HEAD_TOP = (
+    f"SELECT rowid, {HEAD_RANK} AS r FROM {HEAD_TABLE} WHERE {HEAD_TABLE} MATCH ? "
+    "ORDER BY r LIMIT ?"
+)
+# Counting stops at COMMON: rowid order, no ranking, a prefix of the doclists.
+_COMMON = f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?)"
+_EXISTS = f"SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1"
+_VOCAB = f"SELECT term, doc FROM {FTS_VOCAB} WHERE term >= ? AND term < ? LIMIT ?"
+_BY_IDS = "SELECT id, name FROM search_docs WHERE id IN ({marks})"
+_CONTENT = "SELECT name, content FROM documents WHERE name IN ({marks})"
 
-# (id, name, chunk_id, ordinal, heading) of a chunk; with its rank after the id for `best`.
-ChunkRow = tuple[int, str, str, int, "str | None"]
-RankedRow = tuple[int, float, str, str, int, "str | None"]
+# (id, name) of an indexed document; with its rank after the id for `best`.
+DocRow = tuple[int, str]
+RankedRow = tuple[int, float, str]
 
 
 class Filtered(Protocol):
     """A `where` filter on the documents, as the SQL that only the full Store can build."""
 
-    def rows(self, ids: Sequence[int]) -> Iterable[ChunkRow]:
-        """The chunks among `ids` whose documents pass the filter."""
+    def rows(self, ids: Sequence[int]) -> Iterable[DocRow]:
+        """The indexed documents among `ids` that pass the filter."""
 
     def best(self, match: str, need: int) -> Iterable[RankedRow]:
-        """The best `need` matches of `match` that pass the filter, by (rank, name, ordinal)."""
+        """The best `need` matches of `match` that pass the filter, by (rank, name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +82,7 @@ class LocalHit:
     """One chunk found by local search, with its score in [0, 1] (higher is better).
 
     No snippet: the shells cut one from `text` (mirror.snippets), the same way for local,
-    recorded and upstream results; cutting it here cost 40% of a typical search.
+    recorded and upstream results.
     """
 
     name: str
@@ -80,85 +93,32 @@ class LocalHit:
 
 
 @dataclass(frozen=True, slots=True)
-class _Candidate:
-    rowid: int
-    rank: float
+class DocumentHit:
+    """One document in the lexical ranking: its name, BM25 rank (lower is better) and score."""
+
     name: str
-    chunk_id: str
-    ordinal: int
-    heading: str
-
-    def key(self) -> tuple[float, str, int]:
-        return (self.rank, self.name, self.ordinal)
+    rank: float
+    score: float
 
 
-def _is_word_char(char: str) -> bool:
-    # Letters, digits and combining marks (Devanagari vowel signs, decomposed accents), which
-    # FTS5's unicode61 keeps inside tokens; `_` splits tokens there but joins a phrase here.
-    return char.isalnum() or char == "_" or unicodedata.category(char)[0] == "M"
+# The least score a match gets: BM25 is near 0 for a word in most pages of a small store, and
+# a hit with relevanceScore 0 would read as "not relevant" (upstream's are in (0, 1]).
+MIN_SCORE = 1e-6
 
 
-_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
-
-
-def _words(token: str) -> list[str]:
-    if token.isascii():
-        return _ASCII_WORD.findall(token)
-    words: list[str] = []
-    current: list[str] = []
-    for char in (*token, " "):
-        if _is_word_char(char):
-            current.append(char)
-        elif current:
-            words.append("".join(current))
-            current = []
-    return words
-
-
-def query_terms(query: str) -> list[str]:
-    """The terms of a user query: its words, with words joined by punctuation (`tf.function`,
-    `service_worker`) kept together as one phrase; deduplicated, stopwords dropped if others
-    remain. Only word characters and spaces survive, so no term can be FTS5 syntax."""
-    text = unicodedata.normalize("NFC", query[:MAX_QUERY_CHARS])
-    seen: dict[str, str] = {}
-    for token in text.split():
-        words = [w[:MAX_TERM_CHARS] for w in _words(token)]
-        if words:
-            term = " ".join(words)
-            seen.setdefault(term.casefold(), term)
-    terms = list(seen.values())
-    content = [t for t in terms if t.casefold() not in STOPWORDS]
-    return (content or terms)[:MAX_TERMS]
-
-
-def match_expression(terms: Sequence[str], operator: str) -> str:
-    """An FTS5 query joining `terms` with AND or OR, each quoted as an FTS5 string (a phrase)."""
-    if operator not in ("AND", "OR"):
-        raise ValueError(f"operator must be AND or OR, not {operator!r}")
-    return f" {operator} ".join('"' + term.replace('"', '""') + '"' for term in terms)
-
-
-def _attempts(terms: list[str]) -> list[str]:
-    """MATCH expressions to try in turn: every term, then any term, then any single word."""
-    out = [match_expression(terms, "AND")]
-    if len(terms) > 1:
-        out.append(match_expression(terms, "OR"))
-    words = list(dict.fromkeys(w for t in terms for w in t.split()))
-    if len(words) > len(terms):
-        out.append(match_expression(words, "OR"))
-    return out
+def _score(rank: float) -> float:
+    s = max(-rank, 0.0)
+    return max(s / (s + SCORE_K), MIN_SCORE)
 
 
 def _candidates(
-    raw: Any, match: str, count: int, where: Filtered | None
-) -> tuple[list[_Candidate], float | None]:
-    """The best `count` matches by rank that pass `where`, sorted, and the rank of the last
-    match fetched (None when every match was fetched)."""
-    # Rank in FTS alone first: joining every match to chunks before the LIMIT would cost a
-    # lookup per match, and most queries need only the top few.
-    top = raw.execute(_TOP, (match, count)).fetchall()
+    raw: Any, match: str, count: int, where: Filtered | None, top_sql: str = _TOP
+) -> tuple[list[RankedRow], float | None]:
+    """The best `count` matches by rank that pass `where`, sorted by (rank, name), and the rank
+    of the last match fetched (None when every match was fetched)."""
+    top = raw.execute(top_sql, (match, count)).fetchall()
     ranks = dict(top)
-    found: list[_Candidate] = []
+    found: list[RankedRow] = []
     ids = list(ranks)
     for start in range(0, len(ids), BATCH):
         batch = ids[start : start + BATCH]
@@ -167,22 +127,29 @@ def _candidates(
             rows = raw.execute(_BY_IDS.format(marks=", ".join("?" * len(batch))), batch)
         else:
             rows = where.rows(batch)
-        found.extend(
-            _Candidate(rowid, ranks[rowid], name, chunk_id, ordinal, heading or "")
-            for rowid, name, chunk_id, ordinal, heading in rows
-        )
-    found.sort(key=_Candidate.key)
+        # Ids with no search_docs row (left by a write that bypassed the triggers) drop out
+        # here: a search never returns a document that is not in the store.
+        found.extend((rowid, ranks[rowid], name) for rowid, name in rows)
+    found.sort(key=lambda row: (row[1], row[2]))
     return found, (top[-1][1] if len(top) == count else None)
 
 
-def _page(raw: Any, match: str, need: int, where: Filtered | None) -> list[_Candidate]:
-    """The first `need` matches in (rank, name, ordinal) order."""
+def _page(raw: Any, match: str, need: int, where: Filtered | None) -> list[RankedRow]:
+    """The first `need` documents matching `match` in (rank, name) order (a common match:
+    those that match in head_fts, when they fill the page)."""
+    if where is None and raw.execute(_COMMON, (match, COMMON)).fetchone()[0] >= COMMON:
+        # Title alone first (a few thousand pages at most for the commonest word at 50,000
+        # documents), then title, description and headings.
+        for tier in ("{title} : (" + match + ")", match):
+            found, _ = _candidates(raw, tier, need, None, _HEAD_TOP)
+            if len(found) >= need:
+                return found
     count = need + 1
     while True:
         found, boundary = _candidates(raw, match, count, where)
         # Unfetched matches rank >= boundary: the page is final once its last row ranks
         # strictly better (a tie could sort before it by name).
-        if boundary is None or (len(found) >= need and found[need - 1].rank < boundary):
+        if boundary is None or (len(found) >= need and found[need - 1][1] < boundary):
             return found[:need]
         if count >= _MAX_CANDIDATES:
             break
@@ -190,35 +157,109 @@ def _page(raw: Any, match: str, need: int, where: Filtered | None) -> list[_Cand
     if where is None:
         return found[:need]  # thousands of exact ties: keep FTS's order among them
     # A selective filter: rank every match that passes it instead of widening further.
-    return [_Candidate(*row[:5], row[5] or "") for row in where.best(match, need)]
+    return [(rowid, rank, name) for rowid, rank, name in where.best(match, need)]
+
+
+_STEMMER = threading.local()
+
+
+def stem(word: str) -> str:
+    """`word` as the index's tokenizer stores it (Porter stem, folded), read back from FTS5
+    itself (an in-memory table per thread), so typo correction compares like with like."""
+    conn: sqlite3.Connection | None = getattr(_STEMMER, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:")
+        conn.execute(f"CREATE VIRTUAL TABLE s USING fts5(x, tokenize = '{TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'row')")
+        _STEMMER.conn = conn
+    conn.execute("DELETE FROM s")
+    conn.execute("INSERT INTO s VALUES (?)", (word,))
+    row = conn.execute("SELECT term FROM v LIMIT 1").fetchone()
+    return str(row[0]) if row else word.casefold()
+
+
+def _correct(raw: Any, terms: list[lexical.Term]) -> list[lexical.Term]:
+    """The terms with each word that matches no page replaced by the closest term of the
+    index's vocabulary (stems 1 edit apart, 2 for long ones; the most frequent wins)."""
+    for word in lexical.words_of(terms):
+        folded = word.casefold()
+        if len(folded) < 4 or not folded.isalpha() or not folded.isascii():
+            continue
+        if raw.execute(_EXISTS, ('"' + word + '"',)).fetchone():
+            continue
+        stemmed = stem(folded)
+        limit = 1 if len(stemmed) < 6 else 2
+        best: tuple[int, int, str] | None = None
+        prefix = stemmed[:2]
+        rows = raw.execute(_VOCAB, (prefix, prefix + "\uffff", _MAX_SPELLING_CANDIDATES))
+        for term, docs in rows:
+            distance = lexical.edit_distance(stemmed, term, limit)
+            if distance <= limit and (best is None or (distance, -docs) < best[:2]):
+                best = (distance, -docs, term)
+        if best is not None:
+            terms = lexical.replace_word(terms, word, best[2])
+    return terms
+
+
+def rank_documents(
+    raw: Any, query: str, *, limit: int, where: Filtered | None = None
+) -> list[DocumentHit]:
+    """The lexical ranking: the best `limit` documents for `query`, best first. Pages with all
+    the terms first, then (when those are fewer than `limit`) pages with any term or any part of
+    one; a long query ranks pages with any term from the start. A word that matches nothing is
+    corrected from the index's vocabulary first."""
+    terms = lexical.query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    terms = _correct(raw, terms)
+    either = lexical.any_of(terms)
+    attempts = [either] if len(terms) >= LONG_QUERY else [lexical.all_of(terms)]
+    if either != attempts[0]:
+        attempts.append(either)
+    hits: list[DocumentHit] = []
+    seen: set[str] = set()
+    rows = _page(raw, attempts[0], limit, where)
+    floor = 1.0
+    for number, match in enumerate(attempts):
+        if number:
+            if len(hits) >= limit:
+                break
+            rows = _page(raw, match, limit + len(hits), where)
+        for _, rank, name in rows:
+            if name in seen:
+                continue
+            seen.add(name)
+            # A page topped up from a looser match never outranks one that had every term.
+            score = min(_score(rank), floor) if number else _score(rank)
+            hits.append(DocumentHit(name, rank, score))
+        if hits:
+            floor = hits[-1].score
+    return hits[:limit]
 
 
 def search(
     raw: Any, query: str, *, limit: int, offset: int = 0, where: Filtered | None = None
 ) -> list[LocalHit]:
-    """The best chunks for `query` on sqlite3 connection `raw`: those with all its terms (AND),
-    or else any (OR). The caller holds one read transaction around it (one snapshot)."""
-    terms = query_terms(query)
-    if not terms or limit <= 0:
+    """The best chunks for `query` on sqlite3 connection `raw`, grouped by document: the
+    lexical ranking of documents, each followed by its best chunks. The caller holds one
+    read transaction around it (one snapshot)."""
+    if limit <= 0:
         return []
     offset = max(offset, 0)
-    page: list[_Candidate] = []
-    # Only when the stricter attempt finds nothing at all: filling a short AND page from the
-    # OR attempt measured 2x slower at p99 (an OR of common words ranks most of the index).
-    for match in _attempts(terms):
-        page = _page(raw, match, offset + limit, where)
-        if page:
-            break
-    page = page[offset:]
-    if not page:
-        return []
-    # Bodies by rowid (no MATCH): FTS5's snippet() would re-run the query per hit.
-    marks = ", ".join("?" * len(page))
-    bodies = dict(raw.execute(_BODIES.format(marks=marks), [c.rowid for c in page]))
+    need = offset + limit
+    # Every document gives at least one chunk: `need` documents always fill the page.
+    documents = rank_documents(raw, query, limit=need, where=where)
     hits: list[LocalHit] = []
-    for cand in page:
-        body = bodies.get(cand.rowid)
-        if body is not None:  # always there: same snapshot as the ranking
-            s = max(-cand.rank, 0.0)
-            hits.append(LocalHit(cand.name, cand.chunk_id, cand.heading, body, s / (s + SCORE_K)))
-    return hits
+    done = 0
+    while len(hits) < need and done < len(documents):
+        # A few documents at a time: most pages are filled by the first few.
+        group = documents[done : done + max(2, (need - len(hits) + 1) // 2)]
+        done += len(group)
+        names = [d.name for d in group]
+        marks = ", ".join("?" * len(names))
+        contents = dict(raw.execute(_CONTENT.format(marks=marks), names).fetchall())
+        shown = [d for d in group if contents.get(d.name)]
+        chunks = lexical.best_chunks([contents[d.name] for d in shown], query)
+        for doc, best in zip(shown, chunks, strict=True):
+            hits.extend(LocalHit(doc.name, c.id, c.heading, c.text, doc.score) for c in best)
+    return hits[offset:need]

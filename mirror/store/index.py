@@ -1,49 +1,74 @@
 """The local search index (SQLite FTS5), kept in step with `documents`; search through Core.
 
 `reindex` runs inside the writer's transaction, so documents and their index commit or roll
-back together. Ranking lives in fts.py (plain sqlite3, shared with the cold-start Reader);
-this module adds what needs SQLAlchemy: writes, and `where` filters built as Core SQL.
+back together; the triggers on `documents` (schema_index.py) remove a document's old index
+entry whenever its text changes or it is deleted. Ranking lives in fts.py (plain sqlite3,
+shared with the cold-start Reader); this module adds what needs SQLAlchemy: writes, checks,
+rebuilds, and `where` filters built as Core SQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Float, Integer, column, select, text
 
 from ..models import Document, content_sha256
-from ..search.chunking import chunk_markdown
+from ..search import lexical
+from ..search.chunking import headings
 from . import fts, sql
-from .fts import RANK, STOPWORDS, LocalHit, match_expression, query_terms
+from .fts import RANK, DocumentHit, LocalHit
 from .schema import documents
-from .schema_index import chunks
-from .sql import FTS_TABLE
+from .schema_index import search_docs
+from .sql import FTS_TABLE, HEAD_TABLE
 
 __all__ = [
-    "STOPWORDS",
+    "DocumentHit",
     "LocalHit",
     "available",
     "changed",
-    "match_expression",
-    "query_terms",
+    "check",
+    "rank_documents",
+    "rebuild",
     "reindex",
     "search",
 ]
 
 _BATCH = fts.BATCH
 _STORED = "SELECT name, title, description, content_sha256 FROM documents WHERE name IN ({marks})"
-_FILTERED = select(
-    chunks.c.id, chunks.c.name, chunks.c.chunk_id, chunks.c.ordinal, chunks.c.heading
-).join(documents, documents.c.name == chunks.c.name)
-_INSERT_CHUNK = "INSERT INTO chunks (id, name, chunk_id, ordinal, heading) VALUES (?, ?, ?, ?, ?)"
+_FILTERED = select(search_docs.c.id, search_docs.c.name).join(
+    documents, documents.c.name == search_docs.c.name
+)
+_COLUMNS = "title, description, headings, body, side"
+_HEAD = "title, description, headings"
+# Old entries of these names, removed with exactly the values FTS5 indexed (the view reads
+# them from the same rows they were indexed from: only changed text is re-indexed).
+_FORGET = (
+    f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, {_COLUMNS}) "
+    f"SELECT 'delete', id, {_COLUMNS} FROM search_content WHERE id IN "
+    "(SELECT id FROM search_docs WHERE name IN ({marks}))"
+)
+_FORGET_HEAD = (
+    f"INSERT INTO {HEAD_TABLE} ({HEAD_TABLE}, rowid, {_HEAD}) "
+    f"SELECT 'delete', id, {_HEAD} FROM search_content WHERE id IN "
+    "(SELECT id FROM search_docs WHERE name IN ({marks}))"
+)
+_DROP = "DELETE FROM search_docs WHERE name IN ({marks})"
+_INSERT_DOC = "INSERT INTO search_docs (name, headings, side) VALUES (?, ?, ?)"
 _INSERT_FTS = (
-    f"INSERT INTO {FTS_TABLE} (rowid, title, description, heading, body) VALUES (?, ?, ?, ?, ?)"
+    f"INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) "
+    f"SELECT id, {_COLUMNS} FROM search_content WHERE id > ?"
+)
+_INSERT_HEAD = (
+    f"INSERT INTO {HEAD_TABLE} (rowid, {_HEAD}) SELECT id, {_HEAD} FROM search_content WHERE id > ?"
 )
 
 
 def available(conn: Connection) -> bool:
-    """Whether this database has the FTS index (SQLite with migration 0002 applied)."""
+    """Whether this database has the FTS index (SQLite with the search migration applied)."""
     if conn.dialect.name != "sqlite":
         return False
     return conn.execute(text(sql.HAS_TABLE), {"name": FTS_TABLE}).first() is not None
@@ -67,7 +92,7 @@ def changed(conn: Connection, docs: Iterable[Document]) -> list[Document]:
         names = [doc.name for doc in docs[start : start + _BATCH]]
         rows = raw.execute(_STORED.format(marks=", ".join("?" * len(names))), names)
         stored.update((name, tuple(rest)) for name, *rest in rows)
-    # Re-putting unchanged pages (refresh, re-import) then skips chunking and FTS writes.
+    # Re-putting unchanged pages (refresh, re-import) then skips the index writes.
     return [
         doc
         for doc in docs
@@ -80,39 +105,110 @@ def changed(conn: Connection, docs: Iterable[Document]) -> list[Document]:
     ]
 
 
+def index_row(doc: Document) -> tuple[str, str, str]:
+    """The search_docs row of a document with content: name, heading lines, side column."""
+    content = doc.content or ""
+    lines = headings(content)
+    return doc.name, lines, lexical.side_text(doc.title, content)
+
+
+def _write(raw: Any, rows: Sequence[tuple[str, str, str]]) -> None:
+    """Index these search_docs rows (their documents are already written)."""
+    cursor = raw.cursor()
+    try:
+        names = [row[0] for row in rows]
+        for start in range(0, len(names), _BATCH):
+            batch = names[start : start + _BATCH]
+            marks = ", ".join("?" * len(batch))
+            # Normally gone already (the triggers ran when the text changed); a document put
+            # again unchanged through apply_changes still has its entry.
+            cursor.execute(_FORGET.format(marks=marks), batch)
+            cursor.execute(_FORGET_HEAD.format(marks=marks), batch)
+            cursor.execute(_DROP.format(marks=marks), batch)
+        # The writer holds the write lock (BEGIN IMMEDIATE), and ids only grow (AUTOINCREMENT).
+        before = cursor.execute("SELECT coalesce(max(id), 0) FROM search_docs").fetchone()[0]
+        cursor.executemany(_INSERT_DOC, rows)
+        cursor.execute(_INSERT_FTS, (before,))
+        cursor.execute(_INSERT_HEAD, (before,))
+    finally:
+        cursor.close()
+
+
 def reindex(conn: Connection, docs: Iterable[Document]) -> int:
-    """Replace the chunks of `docs` in the index (inside the caller's transaction)."""
+    """Index `docs` that have content (inside the caller's transaction, after their rows are
+    written); returns how many."""
     if conn.dialect.name != "sqlite":
         return 0  # no FTS5: local search needs SQLite
     docs = list({doc.name: doc for doc in docs}.values())  # the last copy of a name wins
-    if not docs:
-        return 0
+    rows = [index_row(doc) for doc in docs if doc.content]  # metadata only: nothing to search
+    if rows:
+        _write(_raw(conn), rows)
+    return len(rows)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """How the index compares with the documents it should hold."""
+
+    documents: int  # documents with content
+    indexed: int  # of those, with an index entry
+    orphans: int  # index entries whose document is gone (or has no content)
+    consistent: bool  # FTS5's own integrity check against the stored text
+
+    @property
+    def stale(self) -> bool:
+        """Whether `rebuild` is needed."""
+        return self.indexed != self.documents or self.orphans > 0 or not self.consistent
+
+
+def check(conn: Connection) -> IndexState:
+    """Compare the index with the documents (FTS5's integrity-check reads every row)."""
     raw = _raw(conn)
-    cursor = raw.cursor()
+    docs = raw.execute("SELECT count(*) FROM documents WHERE content IS NOT NULL").fetchone()[0]
+    indexed = raw.execute(
+        "SELECT count(*) FROM search_docs AS s JOIN documents AS d ON d.name = s.name "
+        "WHERE d.content IS NOT NULL"
+    ).fetchone()[0]
+    total = raw.execute(f"SELECT count(*) FROM {FTS_TABLE}_docsize").fetchone()[0]
     try:
-        for start in range(0, len(docs), _BATCH):
-            names = [doc.name for doc in docs[start : start + _BATCH]]
-            # The trigger on chunks deletes each chunk's FTS row by rowid.
-            marks = ", ".join("?" * len(names))
-            cursor.execute(f"DELETE FROM chunks WHERE name IN ({marks})", names)
-        # The writer holds the write lock (BEGIN IMMEDIATE), so numbering from max(id) is safe;
-        # it lets both tables be filled with executemany instead of one insert per chunk.
-        next_id = cursor.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
-        chunk_rows: list[tuple[int, str, str, int, str]] = []
-        fts_rows: list[tuple[int, str, str, str, str]] = []
-        for doc in docs:
-            if not doc.content:
-                continue  # metadata only (BASIC view): nothing to search
-            title, description = doc.title or "", doc.description or ""
-            for ordinal, chunk in enumerate(chunk_markdown(doc.content)):
-                chunk_rows.append((next_id, doc.name, chunk.id, ordinal, chunk.heading))
-                fts_rows.append((next_id, title, description, chunk.heading, chunk.text))
-                next_id += 1
-        cursor.executemany(_INSERT_CHUNK, chunk_rows)
-        cursor.executemany(_INSERT_FTS, fts_rows)
-    finally:
-        cursor.close()
-    return len(chunk_rows)
+        for table in (FTS_TABLE, HEAD_TABLE):
+            raw.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
+        consistent = True
+    except sqlite3.DatabaseError:  # SQLITE_CORRUPT_VTAB: the index disagrees with the text
+        consistent = False
+    return IndexState(docs, indexed, total - indexed, consistent)
+
+
+def _stored(raw: Any) -> Iterator[list[Document]]:
+    after = ""
+    while True:
+        rows = raw.execute(
+            "SELECT name, title, content FROM documents WHERE name > ? AND content IS NOT NULL "
+            "ORDER BY name LIMIT ?",
+            (after, _BATCH),
+        ).fetchall()
+        if not rows:
+            return
+        yield [Document(name=n, title=t, content=c) for n, t, c in rows]
+        after = rows[-1][0]
+
+
+def rebuild(conn: Connection) -> int:
+    """Rebuild the whole index from the stored documents (inside the caller's transaction);
+    returns how many documents it holds."""
+    raw = _raw(conn)
+    for table in (FTS_TABLE, HEAD_TABLE):
+        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
+    raw.execute("DELETE FROM search_docs")
+    count = 0
+    for batch in _stored(raw):
+        rows = [index_row(doc) for doc in batch]
+        raw.executemany(_INSERT_DOC, rows)
+        count += len(rows)
+    for table in (FTS_TABLE, HEAD_TABLE):
+        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
+        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+    return count
 
 
 def _all_filtered(
@@ -124,16 +220,16 @@ def _all_filtered(
         .columns(column("id", Integer), column("r", Float))
         .subquery("hits")
     )
-    c = chunks.c
+    s = search_docs.c
     query = (
-        select(hits.c.id, hits.c.r, c.name, c.chunk_id, c.ordinal, c.heading)
-        .join_from(hits, chunks, c.id == hits.c.id)
-        .join(documents, documents.c.name == c.name)
+        select(hits.c.id, hits.c.r, s.name)
+        .join_from(hits, search_docs, s.id == hits.c.id)
+        .join(documents, documents.c.name == s.name)
         .where(where)
-        .order_by(hits.c.r, c.name, c.ordinal)
+        .order_by(hits.c.r, s.name)
         .limit(need)
     )
-    return list(conn.execute(query, {"match": match}).all())
+    return [(row[0], row[1], row[2]) for row in conn.execute(query, {"match": match})]
 
 
 class _CoreFilter:
@@ -143,9 +239,10 @@ class _CoreFilter:
         self.conn = conn
         self.where = where
 
-    def rows(self, ids: Sequence[int]) -> Iterable[fts.ChunkRow]:
-        """The chunks among `ids` whose documents pass the filter."""
-        return self.conn.execute(_FILTERED.where(self.where, chunks.c.id.in_(ids))).all()
+    def rows(self, ids: Sequence[int]) -> Iterable[fts.DocRow]:
+        """The indexed documents among `ids` that pass the filter."""
+        query = _FILTERED.where(self.where, search_docs.c.id.in_(ids))
+        return [(row[0], row[1]) for row in self.conn.execute(query)]
 
     def best(self, match: str, need: int) -> Iterable[fts.RankedRow]:
         """The best `need` matches that pass the filter, ranked in one SQL statement."""
@@ -160,6 +257,14 @@ def search(
     offset: int = 0,
     where: ColumnElement[bool] | None = None,
 ) -> list[LocalHit]:
-    """The best chunks for `query` (fts.search on this connection's DBAPI connection)."""
+    """The best chunks for `query`, grouped by document (fts.search on this connection)."""
     clause = _CoreFilter(conn, where) if where is not None else None
     return fts.search(_raw(conn), query, limit=limit, offset=offset, where=clause)
+
+
+def rank_documents(
+    conn: Connection, query: str, *, limit: int, where: ColumnElement[bool] | None = None
+) -> list[DocumentHit]:
+    """The lexical ranking of documents for `query` (fts.rank_documents on this connection)."""
+    clause = _CoreFilter(conn, where) if where is not None else None
+    return fts.rank_documents(_raw(conn), query, limit=limit, where=clause)

@@ -37,7 +37,8 @@ from .rows import cached_document
 if TYPE_CHECKING:
     from ..search.filters import Node
     from .buckets import Buckets
-    from .fts import LocalHit
+    from .fts import DocumentHit, LocalHit
+    from .index import IndexState
     from .recorded import RecordedAnswer, RecordedPage
     from .store import Store
 
@@ -184,6 +185,30 @@ class Reader:
             return fts.search(self._conn, query, limit=limit, offset=offset)
         finally:
             self._conn.execute("COMMIT")
+
+    def rank_documents(
+        self, query: str, *, limit: int = 10, where: Node | None = None
+    ) -> list[DocumentHit]:
+        """The lexical ranking of documents (a `where` filter goes to the full Store)."""
+        if where is not None:
+            return self.full().rank_documents(query, limit=limit, where=where)
+        if not self.has_search_index():
+            return []
+        from . import fts
+
+        self._conn.execute("BEGIN")
+        try:
+            return fts.rank_documents(self._conn, query, limit=limit)
+        finally:
+            self._conn.execute("COMMIT")
+
+    def check_index(self) -> IndexState:
+        """How the search index compares with the documents (through the full Store)."""
+        return self.full().check_index()
+
+    def rebuild_index(self) -> int:
+        """Rebuild the search index from the documents (through the full Store)."""
+        return self.full().rebuild_index()
 
     def facts(self, *, integrity: bool = False) -> StoreFacts:
         """Where the store is and its state (`integrity`: also run SQLite's quick_check)."""

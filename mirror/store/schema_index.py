@@ -1,71 +1,101 @@
-"""The local search index: `chunks` (Core metadata) and its SQLite FTS5 table `chunks_fts`.
+"""The local search index: `search_docs` (Core metadata) and its SQLite FTS5 table `doc_fts`.
 
-`chunks` is plain SQL and exists on every database, so migrations and metadata agree
-everywhere; `chunks_fts` and the trigger that keeps it in step are SQLite-only (FTS5). On
-other databases the chunks table stays empty and local search reports itself unavailable.
+One index row per document, not per chunk, and no copy of the text: `doc_fts` is an
+external-content FTS5 table whose content is the view `search_content`, which reads title,
+description and Markdown from `documents` and only the derived text (headings, identifier
+parts, CJK bigrams) from `search_docs`. Chunks are cut again from the stored Markdown when a
+page is shown (mirror.search.chunking is deterministic), so they are never stored either.
+
+FTS5 removes an external-content row only when given the values it indexed, so the triggers
+on `documents` hand it the old values before a row is deleted or its text changes; the Python
+writer (index.py) then indexes the new text. `search_docs` ids are AUTOINCREMENT: an id is
+never reused, so an FTS row left over by anything that bypassed the triggers can never attach
+to another document (searches join through search_docs, and `index rebuild` clears it).
+
+`search_docs` is plain SQL and exists on every database, so migrations and metadata agree
+everywhere; the view, FTS tables and triggers are SQLite-only. Migration 0007 spells out the
+same statements; tests/test_migrations.py compares them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import (
-    Column,
-    Connection,
-    ForeignKey,
-    Integer,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    event,
-)
+from sqlalchemy import Column, Connection, ForeignKey, Integer, String, Table, Text, event
 
 from .schema import metadata
-from .sql import FTS_TABLE
+from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
-chunks = Table(
-    "chunks",
+search_docs = Table(
+    "search_docs",
     metadata,
-    # Also the rowid of the chunk's row in chunks_fts.
+    # The rowid of the document's row in doc_fts.
     Column("id", Integer, primary_key=True),
     Column(
         "name",
         String(500),
-        ForeignKey("documents.name", ondelete="CASCADE", name="fk_chunks_document"),
+        ForeignKey("documents.name", ondelete="CASCADE", name="fk_search_docs_document"),
         nullable=False,
+        unique=True,
     ),
-    # "c0", "c1", ...: the DocumentChunk id, unique within its document.
-    Column("chunk_id", String(32), nullable=False),
-    Column("ordinal", Integer, nullable=False),
-    Column("heading", Text),
-    # Its index also serves lookups by name (the leading column), so there is no separate one.
-    UniqueConstraint("name", "ordinal", name="uq_chunks_name_ordinal"),
+    # Heading lines of the Markdown (weighted above the body), and the side column's text
+    # (mirror.search.lexical.side_text).
+    Column("headings", Text, nullable=False),
+    Column("side", Text, nullable=False),
+    sqlite_autoincrement=True,
 )
 
-# Own content (not external content): FTS5 then deletes a row by rowid without us passing the
-# old values back, and snippet() reads the text from its own table. The trigger removes a
-# chunk's text with the chunk, so deleting a document (ON DELETE CASCADE) clears its index.
-# Migration 0002 spells out the same statements; tests/test_migrations.py compares them.
+_COLUMNS = "title, description, headings, body, side"
+CREATE_VIEW = (
+    "CREATE VIEW search_content AS SELECT s.id AS id, d.title AS title, "
+    "d.description AS description, s.headings AS headings, d.content AS body, s.side AS side "
+    "FROM search_docs AS s JOIN documents AS d ON d.name = s.name"
+)
 CREATE_FTS = (
-    f"CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5("
-    'title, description, heading, body, tokenize = "unicode61 remove_diacritics 2")'
+    f"CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5({_COLUMNS}, content = 'search_content', "
+    "content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2')"
 )
-CREATE_TRIGGER = (
-    "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN "
-    f"DELETE FROM {FTS_TABLE} WHERE rowid = old.id; END"
+# The same documents' title, description and heading lines alone, over the same view: a
+# common word's doclist here is a small part of its doclist in doc_fts (fts.py's first tier).
+_HEAD = "title, description, headings"
+CREATE_HEAD = (
+    f"CREATE VIRTUAL TABLE {HEAD_TABLE} USING fts5({_HEAD}, content = 'search_content', "
+    "content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2')"
 )
+# Terms and their document counts: the vocabulary typo correction looks in.
+CREATE_VOCAB = f"CREATE VIRTUAL TABLE {FTS_VOCAB} USING fts5vocab({FTS_TABLE}, 'row')"
+_FORGET = (
+    f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, {_COLUMNS}) "
+    "SELECT 'delete', s.id, old.title, old.description, s.headings, old.content, s.side "
+    "FROM search_docs AS s WHERE s.name = old.name; "
+    f"INSERT INTO {HEAD_TABLE} ({HEAD_TABLE}, rowid, {_HEAD}) "
+    "SELECT 'delete', s.id, old.title, old.description, s.headings "
+    "FROM search_docs AS s WHERE s.name = old.name; "
+    "DELETE FROM search_docs WHERE name = old.name;"
+)
+CREATE_TRIGGERS = (
+    f"CREATE TRIGGER doc_fts_forget BEFORE DELETE ON documents BEGIN {_FORGET} END",
+    "CREATE TRIGGER doc_fts_change BEFORE UPDATE OF title, description, content ON documents "
+    "WHEN old.title IS NOT new.title OR old.description IS NOT new.description "
+    f"OR old.content IS NOT new.content BEGIN {_FORGET} END",
+)
+SQLITE_OBJECTS = (CREATE_VIEW, CREATE_FTS, CREATE_HEAD, CREATE_VOCAB, *CREATE_TRIGGERS)
 
 
-@event.listens_for(chunks, "after_create")
+@event.listens_for(search_docs, "after_create")
 def _create_fts(_target: Table, connection: Connection, **_kw: Any) -> None:
     # metadata.create_all builds what the migrations build (FTS5 exists only on SQLite).
     if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql(CREATE_FTS)
-        connection.exec_driver_sql(CREATE_TRIGGER)
+        for statement in SQLITE_OBJECTS:
+            connection.exec_driver_sql(statement)
 
 
-@event.listens_for(chunks, "before_drop")
+@event.listens_for(search_docs, "before_drop")
 def _drop_fts(_target: Table, connection: Connection, **_kw: Any) -> None:
     if connection.dialect.name == "sqlite":
+        for trigger in ("doc_fts_forget", "doc_fts_change"):
+            connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {trigger}")
+        connection.exec_driver_sql(f"DROP TABLE IF EXISTS {FTS_VOCAB}")
         connection.exec_driver_sql(f"DROP TABLE IF EXISTS {FTS_TABLE}")
+        connection.exec_driver_sql(f"DROP TABLE IF EXISTS {HEAD_TABLE}")
+        connection.exec_driver_sql("DROP VIEW IF EXISTS search_content")

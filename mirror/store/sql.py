@@ -119,7 +119,10 @@ def stats(by_source: Sequence[Sequence[Any]], fetched: Sequence[Any]) -> Stats:
     )
 
 
-FTS_TABLE = "chunks_fts"
+FTS_TABLE = "doc_fts"
+FTS_VOCAB = "doc_fts_vocab"
+# Title, description and heading lines only: the first tier for common words (fts.py).
+HEAD_TABLE = "head_fts"
 HAS_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"
 
 RECORDED_PAGE = "SELECT response_json, recorded_at, upstream FROM search_pages WHERE key = :key"

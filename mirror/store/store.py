@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from ..search.filters import Node
     from .buckets import Buckets
     from .crawls import Crawls
-    from .fts import LocalHit
+    from .fts import DocumentHit, LocalHit
+    from .index import IndexState
     from .recordings import Recordings
 from .schema import SCHEMA_REVISION, documents
 
@@ -284,6 +285,44 @@ class Store:
         # One snapshot for the ranking and text lookups; a checkout is cheap next to a search.
         with self.engine.connect() as conn, conn.begin():
             return index.search(conn, query, limit=limit, offset=offset, where=clause)
+
+    def rank_documents(
+        self, query: str, *, limit: int = 10, where: Node | None = None
+    ) -> list[DocumentHit]:
+        """The lexical ranking: the best `limit` documents for `query`, best first."""
+        if not self.has_search_index():
+            return []
+        from . import index
+        from .filter_sql import to_sql
+
+        clause = to_sql(where, documents) if where is not None else None
+        with self.engine.connect() as conn, conn.begin():
+            return index.rank_documents(conn, query, limit=limit, where=clause)
+
+    def check_index(self) -> IndexState:
+        """How the search index compares with the documents (in one write transaction: FTS5's
+        integrity check is a command written as an INSERT)."""
+        self._need_index()
+        from . import index
+
+        with self._writer() as conn, conn.begin():
+            return index.check(conn)
+
+    def rebuild_index(self) -> int:
+        """Rebuild the search index from the documents, in one transaction; returns how many
+        documents it holds."""
+        self._need_index()
+        from . import index
+
+        with self._writer() as conn, conn.begin():
+            return index.rebuild(conn)
+
+    def _need_index(self) -> None:
+        if not self.has_search_index():
+            raise StoreError(
+                f"{self.where} has no local search index (it needs SQLite's FTS5)",
+                hint="local search, and so its index, exists only in SQLite stores",
+            )
 
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (SQLite with the index built)."""

@@ -204,6 +204,10 @@ class _Pages:
             }
             for chunk in result.page.results
         ]
+        # Local results come grouped by page (its best chunks in a row): a page's second
+        # chunk is shown under the first, without repeating its title.
+        for before, hit in zip([None, *hits], hits, strict=False):
+            hit["continued"] = before is not None and before["name"] == hit["name"]
         token_next = result.page.next_page_token
         return page(
             "search.html",

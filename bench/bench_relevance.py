@@ -1,0 +1,189 @@
+"""Relevance of local search: hit@1, hit@5 and MRR@10 per kind of query, per tier.
+
+Usage: python -m bench.bench_relevance [--json]
+
+The suite is tests/data/relevance.json: queries written by reading pages of tests/data/corpus
+(the 633-page subset a clone has), in five kinds (paraphrased questions, keywords, API
+identifiers, typos and plurals, other languages), each with the page(s) that answer it.
+Tiers, all built in this run from the same documents:
+- lexical: dk-mirror's local search (Store.rank_documents, the ranking local search pages use);
+- bare FTS5: the baseline, one own-content FTS5 row per chunk (unicode61, no stemming; title
+  and description on every chunk, as before migration 0007), queried with an OR of the
+  query's words, ranked by bm25, documents in the order their first chunk appears;
+- hybrid: when the semantic extra provides `mirror.service.search.hybrid_ranking`, the same
+  metrics for it (HYBRID below is the hook; it is skipped while that function is absent).
+tests/test_relevance.py fails when the lexical tier falls below the levels recorded in the
+suite's `recorded` field; rerun this with --json to see the figures to record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from mirror.models import Document
+from mirror.records import read_documents
+from mirror.search.chunking import chunk_markdown
+from mirror.store.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "tests" / "data" / "relevance.json"
+CORPUS = ROOT / "tests" / "data" / "corpus"
+DEPTH = 10  # MRR@10: documents looked at per query
+
+Ranker = Callable[[str], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One query of the suite: its kind, text, and the names of the pages that answer it."""
+
+    kind: str
+    text: str
+    expected: frozenset[str]
+
+
+def load_suite(path: Path = SUITE) -> list[Query]:
+    """The queries of the suite."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [
+        Query(q["kind"], q["query"], frozenset("documents/" + e for e in q["expected"]))
+        for q in data["queries"]
+    ]
+
+
+def recorded(path: Path = SUITE) -> dict[str, dict[str, float]]:
+    """The lexical tier's recorded levels, by kind (and "all")."""
+    levels: dict[str, dict[str, float]] = json.loads(path.read_text(encoding="utf-8"))["recorded"]
+    return levels
+
+
+def corpus_documents() -> list[Document]:
+    """Every document of tests/data/corpus."""
+    return [doc for path in sorted(CORPUS.glob("*.jsonl.gz")) for doc in read_documents(path)]
+
+
+def metrics(queries: Sequence[Query], rank: Ranker) -> dict[str, dict[str, float]]:
+    """hit@1, hit@5 and MRR@10 of a ranker, per kind and over all queries ("all")."""
+    per: dict[str, list[tuple[float, float, float]]] = {}
+    for query in queries:
+        names = rank(query.text)[:DEPTH]
+        position = next((i for i, n in enumerate(names, 1) if n in query.expected), None)
+        row = (
+            float(position == 1),
+            float(position is not None and position <= 5),
+            1.0 / position if position else 0.0,
+        )
+        per.setdefault(query.kind, []).append(row)
+        per.setdefault("all", []).append(row)
+    return {
+        kind: {
+            "hit@1": round(sum(r[0] for r in rows) / len(rows), 3),
+            "hit@5": round(sum(r[1] for r in rows) / len(rows), 3),
+            "mrr@10": round(sum(r[2] for r in rows) / len(rows), 3),
+            "queries": len(rows),
+        }
+        for kind, rows in per.items()
+    }
+
+
+def lexical(store: Store) -> Ranker:
+    """The lexical tier: names of the best documents, best first."""
+    return lambda query: [hit.name for hit in store.rank_documents(query, limit=DEPTH)]
+
+
+class Bare:
+    """The bare FTS5 OR baseline: one own-content row per chunk, no stemming."""
+
+    def __init__(self, path: Path, docs: Sequence[Document]) -> None:
+        self.conn = sqlite3.connect(path)
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE bare USING fts5(name UNINDEXED, title, description, heading, "
+            "body, tokenize = 'unicode61 remove_diacritics 2')"
+        )
+        self.conn.executemany(
+            "INSERT INTO bare VALUES (?, ?, ?, ?, ?)",
+            (
+                (doc.name, doc.title, doc.description, chunk.heading, chunk.text)
+                for doc in docs
+                for chunk in chunk_markdown(doc.content or "")
+            ),
+        )
+        self.conn.commit()
+
+    def __call__(self, query: str) -> list[str]:
+        """Documents in the order their best chunk ranks, for an OR of the query's words."""
+        words = re.findall(r"\w+", query)
+        if not words:
+            return []
+        match = " OR ".join('"' + w + '"' for w in words)
+        rows = self.conn.execute(
+            "SELECT name FROM bare WHERE bare MATCH ? ORDER BY bm25(bare, 0, 10, 4, 3, 1) "
+            "LIMIT 200",
+            (match,),
+        )
+        return list(dict.fromkeys(name for (name,) in rows))[:DEPTH]
+
+
+def hybrid(store: Store) -> Ranker | None:
+    """HYBRID, the hook for the semantic tier: its ranking when the extra provides one."""
+    from mirror.service import search
+
+    rank = getattr(search, "hybrid_ranking", None)
+    if rank is None:
+        return None
+    ranker: Ranker = lambda query: [hit.name for hit in rank(store, query, limit=DEPTH)]  # noqa: E731
+    return ranker
+
+
+@contextmanager
+def tiers(folder: Path) -> Iterator[dict[str, Ranker]]:
+    """Each tier as a ranker over a store of the corpus built in `folder`."""
+    docs = corpus_documents()
+    store = Store.open(f"sqlite:///{folder / 'relevance.sqlite3'}")
+    try:
+        store.put(docs, fetched_at=0.0, upstream="relevance")
+        found: dict[str, Ranker] = {
+            "lexical": lexical(store),
+            "bare FTS5 OR": Bare(folder / "bare.sqlite3", docs),
+        }
+        semantic = hybrid(store)
+        if semantic is not None:
+            found["hybrid"] = semantic
+        yield found
+    finally:
+        store.close()
+
+
+def main() -> None:
+    """Print the metrics of every tier, per kind."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    queries = load_suite()
+    with tempfile.TemporaryDirectory() as tmp, tiers(Path(tmp)) as rankers:
+        results = {name: metrics(queries, rank) for name, rank in rankers.items()}
+    if args.json:
+        print(json.dumps(results, indent=2, sort_keys=True))
+        return
+    kinds = sorted({kind for tier in results.values() for kind in tier if kind != "all"})
+    print(f"{len(queries)} queries; hit@1 / hit@5 / MRR@10")
+    print(f"{'kind':22}" + "".join(f"{name:>24}" for name in results))
+    for kind in [*kinds, "all"]:
+        cells = "".join(
+            "{:>24}".format("{hit@1:.2f} / {hit@5:.2f} / {mrr@10:.2f}".format(**tier[kind]))
+            for tier in results.values()
+        )
+        count = results["lexical"][kind]["queries"]
+        print(f"{kind + f' ({count:.0f})':22}{cells}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""Lexical analysis for local search, pure: what the index holds beside the text, and queries.
+
+The index (mirror/store) tokenizes with FTS5's `porter unicode61 remove_diacritics 2`: words
+are cut at punctuation, case-folded, accents dropped and English words Porter-stemmed, the
+same for documents and queries. Two things that tokenizer cannot do are done here, the same
+way for both sides:
+
+- camelCase identifiers (`getUserMedia`, `onMessage`) are one token to FTS5; their parts
+  (`get user media`) go to a side column, so `user media` finds the page too. Dotted and
+  snake_case identifiers (`chrome.runtime.onMessage`, `tf.keras.layers.Dense`) are split by
+  the tokenizer already: the query searches them whole as a phrase, then by their parts.
+- CJK text (Chinese, Japanese, Korean) has no spaces, so a sentence would be one token; its
+  runs go to the side column as overlapping bigrams, and a CJK query becomes a phrase of the
+  same bigrams.
+
+Every query term comes out as an FTS5 string literal (quoted, doubled quotes), so no user
+text is ever FTS5 syntax.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .chunking import Chunk, chunk_markdown
+
+# At most this many chunks of one page in a result list (the issue: a page of 10 results
+# held a median of 5 distinct documents when chunks were ranked alone).
+PER_DOCUMENT = 2
+# A page's second chunk is shown only if it scores at least this share of its best one.
+SECOND_CHUNK = 0.5
+# Long queries cost one doclist per term; beyond this many they add little.
+MAX_TERMS = 32
+MAX_QUERY_CHARS = 4096
+MAX_TERM_CHARS = 64
+
+# Words that match nearly every page of developer docs and say nothing about which one: dropped
+# from a query that has other words ("how do I migrate my extension" ranks by "migrate" and
+# "extension"). Fitted to docs: question words, pronouns and auxiliaries, plus the verbs every
+# how-to question uses ("use", "want", "need"). Product and API words ("google", "api", "page")
+# stay: they are rare enough in a part of the mirror to matter there.
+# fmt: off
+STOPWORDS = frozenset((
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "for",
+    "from", "get", "gets", "getting", "had", "has", "have", "having", "how", "i", "if", "in",
+    "into", "is", "it", "its", "me", "my", "need", "needs", "of", "on", "or", "our", "should",
+    "so", "some", "than", "that", "the", "their", "them", "then", "there", "these", "they",
+    "this", "those", "to", "us", "use", "used", "using", "want", "was", "way", "ways", "we",
+    "were", "what", "when", "where", "whether", "which", "while", "who", "why", "will", "with",
+    "would", "you", "your",
+))
+# fmt: on
+
+# CJK scripts written without spaces: Hiragana, Katakana, CJK ideographs (+ extension A and
+# compatibility), Hangul syllables, half-width Katakana.
+_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# An identifier with a capital inside it: getUserMedia, onMessage, XMLHttpRequest (tf.Tensor
+# is not: no lower-case letter before the capital inside one word).
+_CAMEL = re.compile(r"[A-Za-z][a-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*")
+# Where a capital follows a small letter or digit inside a word; the identifier is the run of
+# letters and digits around it. (One regex for the whole identifier backtracks at every
+# letter of every word: it cost more than the rest of an import together.)
+_TRANSITION = re.compile(r"[a-z0-9][A-Z]")
+_WORD_END = re.compile(r"[A-Za-z0-9]*")
+
+
+def camel_words(text: str) -> list[str]:
+    """The camelCase identifiers in `text`, each once, in order."""
+    found: dict[str, None] = {}
+    end = 0
+    for match in _TRANSITION.finditer(text):
+        if match.start() < end:
+            continue  # a second capital of the identifier just found
+        start = match.start()
+        while start and text[start - 1].isascii() and text[start - 1].isalnum():
+            start -= 1
+        stop = _WORD_END.match(text, match.end())
+        end = stop.end() if stop else match.end()
+        word = text[start:end]
+        if word[0].isalpha():
+            found[word] = None
+    return list(found)
+
+
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
+
+
+def camel_parts(word: str) -> list[str]:
+    """The parts of a camelCase identifier, lower-cased (`getUserMedia` -> get, user, media)."""
+    return [p.lower() for p in _CAMEL_PART.findall(word)]
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """Overlapping bigrams of a run of CJK characters (a single character stays itself)."""
+    if len(run) < 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def side_text(*texts: str | None) -> str:
+    """What the index's side column holds for these texts: the parts of camelCase identifiers
+    in their code (or anywhere in a text with no code), each identifier once, and the bigrams
+    of CJK runs, in order; empty for plain prose."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        if not text:
+            continue
+        # Identifiers live in code: inline `code` and fenced blocks, the odd pieces between
+        # backticks (scanning only those keeps the side column cheap to build).
+        code = " ".join(text.split("`")[1::2]) if "`" in text else text
+        for word in camel_words(code):
+            if word not in seen:
+                seen.add(word)
+                parts.append(" ".join(camel_parts(word)))
+        if not text.isascii():
+            for run in _CJK_RUN.findall(text):
+                parts.append(" ".join(cjk_bigrams(run)))
+    return "\n".join(parts)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One query term: an FTS5 expression (a quoted word or phrase, or a CJK bigram phrase),
+    and the single words it falls back to when pages with the whole term are too few."""
+
+    text: str
+    expr: str
+    parts: tuple[str, ...]
+
+
+def _is_word_char(char: str) -> bool:
+    # Letters, digits and combining marks (Devanagari vowel signs, decomposed accents), which
+    # FTS5's unicode61 keeps inside tokens; `_` splits tokens there but joins a phrase here.
+    return char.isalnum() or char == "_" or unicodedata.category(char)[0] == "M"
+
+
+def _words(token: str) -> list[str]:
+    if token.isascii():
+        return _ASCII_WORD.findall(token)
+    words: list[str] = []
+    current: list[str] = []
+    for char in (*token, " "):
+        if _is_word_char(char):
+            current.append(char)
+        elif current:
+            words.append("".join(current))
+            current = []
+    return words
+
+
+def _term(words: list[str]) -> Term:
+    """A Term from the words of one whitespace-separated token of the query."""
+    text = " ".join(words)
+    pieces: list[str] = []  # FTS5 strings and prefix queries, ANDed
+    parts: list[str] = []
+    plain: list[str] = []  # consecutive non-CJK words, one phrase
+    for word in words:
+        runs = _CJK_RUN.findall(word) if not word.isascii() else []
+        rest = _CJK_RUN.sub(" ", word).split() if runs else [word]
+        plain.extend(rest)
+        for run in runs:
+            grams = cjk_bigrams(run)
+            # One character: the bigrams that start with it (FTS5 prefix query).
+            pieces.append(_quote(run) + "*" if len(run) == 1 else _quote(" ".join(grams)))
+            parts.extend(grams)
+        parts.extend(rest)
+        if len(rest) == 1 and _CAMEL.fullmatch(rest[0]):
+            parts.extend(camel_parts(rest[0]))
+    if plain:
+        pieces.insert(0, _quote(" ".join(plain)))
+    expr = pieces[0] if len(pieces) == 1 else "(" + " AND ".join(pieces) + ")"
+    return Term(text, expr, tuple(dict.fromkeys(p for p in parts if p)))
+
+
+def query_terms(query: str) -> list[Term]:
+    """The terms of a user query: its words, with words joined by punctuation (`tf.function`,
+    `chrome.runtime.onMessage`) kept together as one phrase; deduplicated, stopwords dropped
+    if others remain."""
+    text = unicodedata.normalize("NFC", query[:MAX_QUERY_CHARS])
+    seen: dict[str, list[str]] = {}
+    for token in text.split():
+        words = [w[:MAX_TERM_CHARS] for w in _words(token)]
+        if words:
+            seen.setdefault(" ".join(words).casefold(), words)
+    terms = list(seen.items())
+    content = [w for key, w in terms if key not in STOPWORDS]
+    return [_term(words) for words in (content or [w for _, w in terms])[:MAX_TERMS]]
+
+
+def all_of(terms: Sequence[Term]) -> str:
+    """An FTS5 query for pages with every term."""
+    return " AND ".join(t.expr for t in terms)
+
+
+def any_of(terms: Sequence[Term]) -> str:
+    """An FTS5 query for pages with any term, or any part of one (a word of an identifier)."""
+    exprs = [t.expr for t in terms]
+    exprs += [_quote(p) for t in terms if len(t.parts) > 1 for p in t.parts]
+    return " OR ".join(dict.fromkeys(exprs))
+
+
+def words_of(terms: Iterable[Term]) -> list[str]:
+    """Every single word of the terms (what a typo correction looks at)."""
+    return list(dict.fromkeys(p for t in terms for p in (t.parts or (t.text,))))
+
+
+def replace_word(terms: Sequence[Term], word: str, better: str) -> list[Term]:
+    """The terms with `word` spelled `better` (a typo corrected from the index's vocabulary)."""
+    return [
+        _term([better if w.casefold() == word.casefold() else w for w in t.text.split()])
+        if word in t.text.split()
+        else t
+        for t in terms
+    ]
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Damerau-Levenshtein distance (adjacent swaps count 1), or limit + 1 when larger."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = ca != cb
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+# Endings dropped before counting a query word in a chunk, longest first ("caching" and
+# "caches" both count as "cach"): a light stand-in for the index's Porter stemmer, enough to
+# choose among one page's chunks.
+_ENDINGS = ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s", "ly")
+
+
+def stem_key(word: str) -> str:
+    """A word folded and stripped of common English endings (for counting and marking)."""
+    word = word.casefold()
+    if len(word) > 4 and word.isascii():
+        for ending in _ENDINGS:
+            if word.endswith(ending) and len(word) - len(ending) >= 3:
+                return word[: -len(ending)]
+    return word
+
+
+def chunk_scores(chunks: Sequence[tuple[str, str]], terms: Sequence[Term]) -> list[float]:
+    """How well each (heading, text) chunk of one page matches the terms: each word's
+    occurrences, log-damped, weighted by how few of the page's chunks have it, twice in the
+    heading. Substring counts, so stems, plurals and CJK words need no tokenizer."""
+    keys = list(dict.fromkeys(stem_key(p) for t in terms for p in (t.parts or (t.text,))))
+    lowered = [(heading.casefold(), text.casefold()) for heading, text in chunks]
+    scores = [0.0] * len(chunks)
+    for key in keys:
+        counts = [text.count(key) + 2 * heading.count(key) for heading, text in lowered]
+        having = sum(1 for c in counts if c)
+        if not having:
+            continue
+        weight = math.log(1 + len(chunks) / having)
+        for i, count in enumerate(counts):
+            if count:
+                scores[i] += weight * (1 + math.log(count))
+    return scores
+
+
+def best_chunks(
+    contents: Sequence[str], query: str, per_document: int = PER_DOCUMENT
+) -> list[list[Chunk]]:
+    """For each document's Markdown, its best chunks for `query` (at most `per_document`, the
+    best first; the first chunk when none has a query word, e.g. a match in the title only)."""
+    terms = query_terms(query)
+    picked: list[list[Chunk]] = []
+    for content in contents:
+        chunks = chunk_markdown(content)
+        if len(chunks) <= 1 or not terms:
+            picked.append(chunks[:1])
+            continue
+        scores = chunk_scores([(c.heading, c.text) for c in chunks], terms)
+        order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
+        best = scores[order[0]]
+        keep = [
+            i for i in order[:per_document] if i == order[0] or 0 < best * SECOND_CHUNK <= scores[i]
+        ]
+        picked.append([chunks[i] for i in keep])
+    return picked

@@ -1,0 +1,64 @@
+"""The relevance suite (tests/data/relevance.json): local search keeps its recorded quality.
+
+Queries were written by reading pages of tests/data/corpus, in five kinds; bench/
+bench_relevance.py prints the same figures for every tier. Here the lexical tier must reach
+the levels recorded in the suite, per kind, and stay ahead of a bare FTS5 OR query over the
+same pages (the design before migration 0007) overall.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.bench_relevance import load_suite, metrics, recorded, tiers
+
+SUITE = load_suite()
+KINDS = sorted({q.kind for q in SUITE})
+
+
+@pytest.fixture(scope="module")
+def results(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, dict[str, dict[str, float]]]]:
+    folder: Path = tmp_path_factory.mktemp("relevance")
+    with tiers(folder) as rankers:
+        yield {
+            name: metrics(SUITE, rank)
+            for name, rank in rankers.items()
+            if name in ("lexical", "bare FTS5 OR")
+        }
+
+
+def test_the_suite_is_broad() -> None:
+    assert len(SUITE) >= 60
+    assert set(KINDS) == {
+        "identifiers",
+        "keywords",
+        "other-languages",
+        "paraphrase",
+        "typos-plurals",
+    }
+    assert all(sum(q.kind == kind for q in SUITE) >= 12 for kind in KINDS)
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "all"])
+def test_lexical_search_keeps_its_recorded_level(
+    results: dict[str, dict[str, dict[str, float]]], kind: str
+) -> None:
+    got = results["lexical"][kind]
+    floor = recorded()[kind]
+    for metric in ("hit@1", "hit@5", "mrr@10"):
+        assert got[metric] >= floor[metric], f"{kind} {metric}: {got[metric]} < {floor[metric]}"
+
+
+def test_lexical_search_meets_the_target_and_beats_bare_fts5(
+    results: dict[str, dict[str, dict[str, float]]],
+) -> None:
+    lexical, bare = results["lexical"], results["bare FTS5 OR"]
+    assert lexical["all"]["hit@5"] >= 0.90
+    assert lexical["all"]["mrr@10"] > bare["all"]["mrr@10"]
+    for kind in KINDS:
+        assert lexical[kind]["mrr@10"] >= bare[kind]["mrr@10"], kind

@@ -1,0 +1,230 @@
+"""The search index beside the documents: no copy of the text, rebuildable, checked, grouped.
+
+The store is the source of truth: `index check` finds an index that disagrees with the
+documents, `index rebuild` rebuilds it from them, and no search returns a document that is not
+in the store. Results are grouped by document: at most two chunks of a page, its best first.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from mirror.models import Document
+from mirror.search import lexical
+from mirror.store.store import Store
+
+SOURCE = "developer.chrome.com"
+
+
+def _doc(path: str, title: str, content: str) -> Document:
+    return Document(
+        name=f"documents/{SOURCE}/{path}",
+        uri=f"https://{SOURCE}/{path}",
+        content=content,
+        description=f"About {title.lower()}.",
+        data_source=SOURCE,
+        title=title,
+    )
+
+
+def _long_page(path: str, title: str, sections: list[tuple[str, str]]) -> Document:
+    # Sections of ~1.5 KB each, so every section is a chunk of its own.
+    body = "\n\n".join(
+        f"## {head}\n\n" + (words + " ") * (1500 // (len(words) + 1)) for head, words in sections
+    )
+    return _doc(path, title, f"# {title}\n\n{body}\n")
+
+
+DOCS = [
+    _long_page(
+        "otters",
+        "River otters",
+        [
+            ("Habitat", "otters live in rivers and lakes"),
+            ("Diet", "otters eat fish crabs and frogs"),
+            ("Play", "young animals slide down muddy banks"),
+            ("Fishing", "a fishing otter dives for fish again and again"),
+        ],
+    ),
+    _doc("sea", "Sea otters", "# Sea otters\n\nSea otters float on their backs and eat fish."),
+    _doc(
+        "ident",
+        "Messaging",
+        "# Messaging\n\nListen with `chrome.runtime.onMessage` and call `getUserMedia()`.",
+    ),
+    _doc(
+        "ja",
+        "サービスワーカー",
+        "# サービスワーカー\n\nサービスワーカーはネットワークリクエストをキャッシュします。",
+    ),
+    _doc("zh", "缓存", "# 缓存\n\n服务工作线程可以缓存网络请求。"),
+    _doc("ko", "캐시", "# 캐시\n\n서비스워커는네트워크요청을캐시합니다."),
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store.open(f"sqlite:///{tmp_path / 'index.sqlite3'}")
+    opened.put(DOCS, fetched_at=0.0, upstream="test")
+    yield opened
+    opened.close()
+
+
+def _names(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return [h.name.rsplit("/", 1)[-1] for h in hits]
+
+
+def test_a_page_gives_at_most_two_chunks_its_best_first(store: Store) -> None:
+    hits = store.search_local("otters fish", limit=10)
+    names = _names(hits)
+    assert names.count("otters") == 2 and set(names) == {"otters", "sea"}
+    otters = [h for h in hits if h.name.endswith("/otters")]
+    # The chunks about fish (Diet, Fishing), not the first chunk of the page.
+    assert {h.heading.rsplit(" > ", 1)[-1] for h in otters} == {"Diet", "Fishing"}
+    assert names.index("otters") + 1 == names.index("otters", names.index("otters") + 1)
+
+
+def test_pages_follow_on_without_repeating(store: Store) -> None:
+    everything = store.search_local("otters fish", limit=10)
+    pages = [store.search_local("otters fish", limit=1, offset=o) for o in range(len(everything))]
+    assert [h for page in pages for h in page] == everything
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("chrome.runtime.onMessage", "ident"),
+        ("runtime.onMessage", "ident"),
+        ("onMessage", "ident"),
+        ("message listener", "ident"),  # camelCase parts, stemmed
+        ("getUserMedia", "ident"),
+        ("user media", "ident"),
+        ("ネットワークリクエスト", "ja"),
+        ("キャッシュ", "ja"),
+        ("缓存网络请求", "zh"),
+        ("网络", "zh"),
+        ("네트워크요청", "ko"),
+        ("otter", "otters"),  # plural in the page, singular in the query
+        ("fished", "otters"),
+        ("ottres", "otters"),  # a typo, corrected from the index's vocabulary
+    ],
+)
+def test_identifiers_cjk_stems_and_typos_are_found(store: Store, query: str, expected: str) -> None:
+    assert expected in _names(store.search_local(query, limit=5)), query
+
+
+def test_stopwords_fit_docs() -> None:
+    assert [t.text for t in lexical.query_terms("How do I use the Storage API to get quota?")] == [
+        "Storage",
+        "API",
+        "quota",
+    ]
+
+
+def test_the_index_holds_no_copy_of_the_text(store: Store) -> None:
+    with store.engine.connect() as conn:
+        tables = {
+            r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        }
+        assert "doc_fts_content" not in tables and "chunks" not in tables
+        side = conn.execute(
+            text("SELECT sum(length(headings) + length(side)) FROM search_docs")
+        ).scalar_one()
+    content = sum(len(d.content or "") for d in DOCS)
+    assert side < content / 2
+
+
+def test_check_finds_a_damaged_index_and_rebuild_repairs_it(store: Store, tmp_path: Path) -> None:
+    assert not store.check_index().stale
+    raw = sqlite3.connect(tmp_path / "index.sqlite3")
+    # What a write that bypassed the triggers would leave: an entry without its document row
+    # in search_docs, and one document not indexed at all.
+    raw.execute("DELETE FROM search_docs WHERE name LIKE '%/sea'")
+    raw.commit()
+    raw.close()
+    state = store.check_index()
+    assert state.stale and state.indexed == len(DOCS) - 1 and state.orphans == 1
+    assert "sea" not in _names(store.search_local("sea otters"))  # never a ghost entry
+    assert store.rebuild_index() == len(DOCS)
+    state = store.check_index()
+    assert not state.stale and state.consistent and state.indexed == len(DOCS)
+    assert _names(store.search_local("sea otters"))[0] == "sea"
+
+
+def test_deleted_and_changed_documents_leave_the_index_consistent(store: Store) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM documents WHERE name LIKE '%/sea'"))
+        conn.execute(
+            text(
+                "UPDATE documents SET content = '# Otters\n\nBadgers now.' WHERE name LIKE '%/otters'"
+            )
+        )
+    state = store.check_index()
+    # The changed page lost its entry (the trigger) and awaits reindexing by a put.
+    assert state.consistent and state.orphans == 0 and state.indexed == len(DOCS) - 2
+    assert "sea" not in _names(store.search_local("sea otters", limit=10))
+    store.rebuild_index()
+    assert _names(store.search_local("badgers")) == ["otters"]
+
+
+def test_index_commands(cli_offline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    run = cli_offline
+    assert run("import", "--sample").exit_code == 0
+    result = run("index", "check", "--json")
+    assert result.exit_code == 0
+    state = json.loads(result.stdout)
+    assert state["stale"] is False and state["indexed"] == state["documents"] == 50
+    rebuilt = run("index", "rebuild")
+    assert rebuilt.exit_code == 0 and "indexed 50 documents" in rebuilt.stderr
+
+
+def test_offline_pages_through_the_service_are_grouped_and_follow_on(tmp_path: Path) -> None:
+    from mirror.config import Settings
+    from mirror.service import Mirror
+
+    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    Store.open(url).close()
+    with Mirror(Settings(db_url=url, offline=True)) as mirror:
+        mirror.import_sample()  # ordinary pages around the test's own
+        store = Store.open(url)
+        store.put(DOCS, fetched_at=0.0, upstream="test")
+        store.close()
+        first = mirror.search_documents("otters fish", page_size=2)
+        assert [r.parent.rsplit("/", 1)[-1] for r in first.page.results] == ["otters"] * 2
+        assert first.page.results[0].document is not None
+        assert first.page.next_page_token
+        second = mirror.search_documents(
+            "otters fish", page_size=2, page_token=first.page.next_page_token
+        )
+        assert second.page.results[0].parent.endswith("/sea")
+        scores = [r.relevance_score for r in (*first.page.results, *second.page.results)]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_a_common_match_is_ranked_in_the_head_index_first(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mirror.store import fts
+
+    ranked: list[str] = []
+    real = fts._candidates
+
+    def spy(raw, match, count, where, top_sql=fts._TOP):  # type: ignore[no-untyped-def]
+        ranked.append("head" if top_sql == fts._HEAD_TOP else "all")
+        return real(raw, match, count, where, top_sql)
+
+    monkeypatch.setattr(fts, "_candidates", spy)
+    monkeypatch.setattr(fts, "COMMON", 2)  # "otters" is in two pages: common here
+    assert sorted(_names(store.search_local("otters", limit=2))) == ["otters", "sea"]
+    assert ranked == ["head"]  # the titles alone fill the page
+    ranked.clear()
+    # "fish" is in no title and one heading: neither the titles nor the heads fill a page of
+    # three, so every match is ranked.
+    assert set(_names(store.search_local("fish", limit=3))) == {"otters", "sea"}
+    assert ranked == ["head", "head", "all"]
