@@ -1,4 +1,4 @@
-"""Commands about the store itself: status, import, doctor, db, and the newcomer's demo."""
+"""Commands about the store itself: status, import, index, doctor, db, and the newcomer's demo."""
 
 from __future__ import annotations
 
@@ -150,6 +150,7 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
             )
         )
     rows.extend(_store_rows(mirror))
+    rows.append(_semantic_row(mirror))
     rows.append(_key_row(mirror))
     if settings.offline:
         rows.append(("ok", "network", "offline mode: only the store is used (upstream not probed)"))
@@ -194,6 +195,14 @@ def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _semantic_row(mirror: Mirror) -> tuple[str, str, str]:
+    try:
+        level, message = mirror.semantic_status().describe()
+    except MirrorError as exc:  # a store at another schema: the schema row says what to do
+        return ("warn", "semantic", f"not checked: {exc.message}")
+    return (level, "semantic", message)
+
+
 def _key_row(mirror: Mirror) -> tuple[str, str, str]:
     settings = mirror.settings
     if settings.api_key:
@@ -228,6 +237,29 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         click.echo(render.table([(lvl, what, msg) for lvl, what, msg in rows]))
     if any(level == "fail" for level, _, _ in rows):
         ctx.exit(1)
+
+
+@click.command()
+@click.option("--rebuild", is_flag=True, help="Embed every document again, not only new ones.")
+@json_option
+@global_options
+@click.pass_context
+def index(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
+    """Build the semantic index for hybrid search (needs `pip install 'dk-mirror[semantic]'`).
+
+    Embeds only documents without a current vector, so it resumes after a crash or Ctrl-C;
+    afterwards every write keeps the index up to date.
+    """
+    from .common import Progress
+
+    mirror = open_mirror(ctx)
+    with Progress("embedding") as progress:
+        embedded = mirror.build_index(rebuild=rebuild, progress=progress)
+    status = mirror.semantic_status()
+    if as_json:
+        click.echo(render.to_json({"embedded": embedded, **status.to_json()}))
+        return
+    click.echo(f"{embedded} document(s) embedded; semantic search {status.describe()[1]}")
 
 
 @click.group()

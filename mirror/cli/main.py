@@ -70,6 +70,11 @@ LAZY = {
         "import_",
         "Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.",
     ),
+    "index": Lazy(
+        "admin",
+        "index",
+        "Build the semantic index for hybrid search (the `semantic` extra), only what is new.",
+    ),
     "lock": Lazy(
         "ci",
         "lock",

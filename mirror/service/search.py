@@ -17,6 +17,7 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..search import filters
+    from ..store.fts import LocalHit
 
 # Page tokens the local index gives out start with this; upstream's never do.
 LOCAL_TOKEN = "local."
@@ -176,9 +177,11 @@ def _offline(ctx: Context, request: SearchRequest) -> SearchResult:
 
 def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     offset = _decode_token(request) if request.page_token else 0
-    hits = ctx.store.search_local(
-        request.query, limit=request.page_size + 1, offset=offset, where=request.node
-    )
+    hits = _hybrid(ctx, request, offset)
+    if hits is None:
+        hits = ctx.store.search_local(
+            request.query, limit=request.page_size + 1, offset=offset, where=request.node
+        )
     page_hits = hits[: request.page_size]
     cached = ctx.store.get_many(list(dict.fromkeys(h.name for h in page_hits)))
     results = tuple(
@@ -195,6 +198,44 @@ def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     more = len(hits) > request.page_size
     token = _encode_token(request, offset + request.page_size) if more else None
     return SearchPage(results, token)
+
+
+# Hybrid ranking (the `semantic` extra, after `dk-mirror index`): how deep each tier's ranking
+# goes into the fusion. Measured on tests/data/relevance_semantic.json (bench/bench_semantic.py).
+FUSION_DEPTH = 100
+
+
+def _hybrid(ctx: Context, request: SearchRequest, offset: int) -> list[LocalHit] | None:
+    """Lexical chunks and dense documents fused by reciprocal rank, one chunk per document
+    (its best lexical chunk, else its first); None when the semantic tier is off."""
+    need = offset + request.page_size + 1
+    depth = max(need, FUSION_DEPTH)
+    dense = ctx.store.dense_ranking(request.query, limit=depth, where=request.node)
+    if dense is None:
+        return None
+    from ..search.chunking import chunk_markdown
+    from ..search.fusion import reciprocal_rank_fusion
+    from ..store.fts import LocalHit
+
+    lexical = ctx.store.search_local(request.query, limit=depth, where=request.node)
+    best: dict[str, LocalHit] = {}
+    for hit in lexical:
+        best.setdefault(hit.name, hit)
+    fused = reciprocal_rank_fusion(list(best), [name for name, _ in dense])[offset:need]
+    # Only documents the store holds, with content: never a name the index remembers wrongly.
+    cached = ctx.store.get_many([name for name, _ in fused])
+    hits: list[LocalHit] = []
+    for name, score in fused:
+        if name in best:
+            hit = best[name]
+        else:
+            document = cached[name].document if name in cached else None
+            chunks = chunk_markdown(document.content) if document and document.content else []
+            if not chunks:
+                continue
+            hit = LocalHit(name, chunks[0].id, chunks[0].heading, chunks[0].text, 0.0)
+        hits.append(LocalHit(hit.name, hit.chunk_id, hit.heading, hit.text, score))
+    return hits
 
 
 def _sourced(page: SearchPage, source: Source) -> SearchPage:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select
 
 from ..models import Document
-from . import index
+from . import index, vectors
 from .rows import cached_document, document_row
 from .schema import documents
 
@@ -60,7 +60,10 @@ def apply_changes(
         if put:
             conn.execute(store._upsert, [document_row(doc, fetched_at, upstream) for doc in put])
             index.reindex(conn, put)
+        # Vectors of every touched document go in this transaction; new ones after it.
+        vectors.forget(conn, [doc.name for doc in put] + list(remove))
         for start in range(0, len(remove), STREAM_BATCH):
             part = list(remove[start : start + STREAM_BATCH])
             # Chunks go by ON DELETE CASCADE, and their FTS rows by the chunks trigger.
             conn.execute(delete(documents).where(documents.c.name.in_(part)))
+    store._refresh_vectors([doc.name for doc in put])

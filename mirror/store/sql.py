@@ -13,7 +13,7 @@ from typing import Any
 from ..models import Stats, Summary
 
 # The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0009"
 
 REVISION = "SELECT version_num FROM alembic_version"
 JOURNAL_MODE = "PRAGMA journal_mode"
@@ -110,6 +110,8 @@ def stats(totals: Sequence[Any], by_source: Sequence[Sequence[Any]]) -> Stats:
 
 FTS_TABLE = "chunks_fts"
 HAS_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"
+# Whether `dk-mirror index` ever turned the semantic index on (store/vectors.py).
+HAS_SEMANTIC_INDEX = "SELECT model FROM semantic_state WHERE id = 1"
 
 RECORDED_PAGE = "SELECT response_json, recorded_at, upstream FROM search_pages WHERE key = :key"
 RECORDED_ANSWER = (

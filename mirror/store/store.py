@@ -23,13 +23,16 @@ from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
     from ..search.filters import Node
+    from ..semantic.matrix import Matrix
+    from ..semantic.model import ModelInfo
     from .fts import LocalHit
     from .recordings import Recordings
+    from .vectors import Progress, SemanticFacts
 from .schema import SCHEMA_REVISION, documents
 
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
-from . import schema_index, schema_recordings  # noqa: F401  isort: skip
+from . import schema_embeddings, schema_index, schema_recordings  # noqa: F401  isort: skip
 
 # Documents written per statement by put_stream: bounds memory (a few hundred pages) while
 # keeping executemany batches large enough to cost little per row.
@@ -60,6 +63,8 @@ class Store:
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
         self._fast_sql = engine.dialect.name == "sqlite"
         self.readonly = False  # set by open(): a resized engine must open the same way
+        # The semantic index's vectors in memory, reloaded when their generation changes.
+        self._vectors: Matrix | None = None
 
     @classmethod
     def open(cls, url: str, *, upgrade: bool = True, readonly: bool = False) -> Store:
@@ -191,7 +196,8 @@ class Store:
         if not docs:
             return 0
         with self._writer() as conn, conn.begin():
-            self._write_batch(conn, docs, fetched_at, upstream)
+            changed = self._write_batch(conn, docs, fetched_at, upstream)
+        self._refresh_vectors(changed)
         return len(docs)
 
     def put_stream(
@@ -204,33 +210,70 @@ class Store:
         earlier copy and is counted once.
         """
         seen: set[str] = set()
+        changed: list[str] = []
         total = 0
         with self._writer() as conn, conn.begin():
             batch: list[Document] = []
             for doc in docs:
                 batch.append(doc)
                 if len(batch) == PUT_BATCH:
-                    self._write_batch(conn, batch, fetched_at, upstream)
+                    changed += self._write_batch(conn, batch, fetched_at, upstream)
                     seen.update(d.name for d in batch)
                     total, batch = total + len(batch), []
             if batch:
-                self._write_batch(conn, batch, fetched_at, upstream)
+                changed += self._write_batch(conn, batch, fetched_at, upstream)
                 seen.update(d.name for d in batch)
                 total += len(batch)
+        self._refresh_vectors(changed)
         return PutReport(documents=len(seen), duplicates=total - len(seen))
 
     def _write_batch(
         self, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
-    ) -> None:
+    ) -> list[str]:
+        """Upsert `docs` and reindex those that changed; returns the changed names."""
         # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
         # and cold `dk-mirror get --offline` pays for every import.
-        from . import index
+        from . import index, vectors
 
         # Same transaction: documents and their search index commit or roll back together.
         # A copy without content is "changed" too: its old chunks must go.
         changed = index.changed(conn, docs)
         conn.execute(self._upsert, [document_row(doc, fetched_at, upstream) for doc in docs])
         index.reindex(conn, changed)
+        names = [doc.name for doc in changed]
+        vectors.forget(conn, names)
+        return names
+
+    def _refresh_vectors(self, names: list[str]) -> None:
+        # After the commit, never inside it: embedding takes ~0.1 s a document.
+        if names:
+            from . import vectors
+
+            vectors.refresh(self, names)
+
+    def semantic_facts(self, model_key: str) -> SemanticFacts:
+        """The semantic index's model, current vectors and documents waiting for one."""
+        from . import vectors
+
+        return vectors.facts(self, model_key)
+
+    def build_semantic(
+        self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
+    ) -> int:
+        """Embed every document without a current vector for `info`'s model; how many."""
+        from . import vectors
+
+        return vectors.build(self, info, rebuild=rebuild, progress=progress)
+
+    def dense_ranking(
+        self, query: str, *, limit: int, where: Node | None = None
+    ) -> list[tuple[str, float]] | None:
+        """Documents nearest to `query` by meaning, best first (None: semantic tier off)."""
+        from . import vectors
+        from .filter_sql import to_sql
+
+        clause = to_sql(where, documents) if where is not None else None
+        return vectors.dense(self, query, limit, clause)
 
     def search_local(
         self, query: str, *, limit: int = 5, offset: int = 0, where: Node | None = None
