@@ -45,16 +45,14 @@ class ModelInfo:
     package: str
     version: str | None
     missing: tuple[str, ...]
+    # Names the vectors this model makes (name, package version, token limit, text recipe):
+    # stored with each vector; a change of any part means a rebuild.
+    key: str
 
     @property
     def available(self) -> bool:
         """Whether every package the model needs is installed."""
         return not self.missing
-
-    @property
-    def key(self) -> str:
-        """Names the vectors this model makes: a change of any part means a rebuild."""
-        return f"{self.name}@{self.package}=={self.version}/max{MAX_TOKENS}/{RECIPE}"
 
 
 def status() -> ModelInfo:
@@ -64,7 +62,8 @@ def status() -> ModelInfo:
         version: str | None = importlib.metadata.version(MODEL_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
         version = None
-    return ModelInfo(MODEL_NAME, MODEL_PACKAGE, version, missing)
+    key = f"{MODEL_NAME}@{MODEL_PACKAGE}=={version}/max{MAX_TOKENS}/{RECIPE}"
+    return ModelInfo(MODEL_NAME, MODEL_PACKAGE, version, missing, key)
 
 
 class Embedder:
