@@ -211,12 +211,12 @@ def dense(
     semantic tier is off (extra not installed, index never built, or built by another model)."""
     from ..semantic.model import status
 
-    info = status()
-    if not info.available:
-        return None
     with store.engine.connect() as conn:
         row = _state(conn)
-        if row is None or row.model != info.key:
+        if row is None:
+            return None  # never built: stay lexical without looking for the model
+        info = status()
+        if not info.available or row.model != info.key:
             return None
         matrix = store._vectors
         if matrix is None or matrix.generation != row.generation:
