@@ -73,7 +73,7 @@ LAZY = {
     "index": Lazy(
         "admin",
         "index",
-        "Build the semantic index for hybrid search (the `semantic` extra), only what is new.",
+        "Build the semantic index for hybrid search (needs `pip install 'dk-mirror[semantic]'`).",
     ),
     "lock": Lazy(
         "ci",
