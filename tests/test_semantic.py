@@ -229,6 +229,7 @@ def test_a_new_model_turns_hybrid_off_until_the_index_is_rebuilt(
     store.build_semantic(old)
     assert store.dense_ranking(TAP_QUESTION, limit=3) is not None
     monkeypatch.setattr(model, "MAX_TOKENS", model.MAX_TOKENS // 2)  # another model version
+    monkeypatch.setattr(model, "_shared", None)  # as a new process would load it
     new = model.status()
     assert new.key != old.key
     assert store.dense_ranking(TAP_QUESTION, limit=3) is None  # old vectors are never mixed in

@@ -125,8 +125,9 @@ _shared: Embedder | None = None
 _shared_lock = threading.Lock()
 
 
-def shared() -> Embedder:
-    """The process' one Embedder (loading the model costs about a second)."""
+def loaded() -> Embedder:
+    """The process' one Embedder (loading the model costs about a second); its `info` is the
+    model as found when it was made."""
     global _shared
     with _shared_lock:
         if _shared is None:

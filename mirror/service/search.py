@@ -203,6 +203,8 @@ def _local(ctx: Context, request: SearchRequest) -> SearchPage:
 # Hybrid ranking (the `semantic` extra, after `dk-mirror index`): how deep each tier's ranking
 # goes into the fusion. Measured on tests/data/relevance_semantic.json (bench/bench_semantic.py).
 FUSION_DEPTH = 100
+# A page found by meaning alone shows its first chunk (at most chunking.MAX_BYTES, 2 KB).
+FIRST_CHUNK_CHARS = 16_384
 
 
 def _hybrid(ctx: Context, request: SearchRequest, offset: int) -> list[LocalHit] | None:
@@ -230,7 +232,11 @@ def _hybrid(ctx: Context, request: SearchRequest, offset: int) -> list[LocalHit]
             hit = best[name]
         else:
             document = cached[name].document if name in cached else None
-            chunks = chunk_markdown(document.content) if document and document.content else []
+            # Only the first chunk is shown: chunking the start of a long page is enough.
+            content = (
+                document.content[:FIRST_CHUNK_CHARS] if document and document.content else None
+            )
+            chunks = chunk_markdown(content) if content else []
             if not chunks:
                 continue
             hit = LocalHit(name, chunks[0].id, chunks[0].heading, chunks[0].text, 0.0)

@@ -118,10 +118,10 @@ def build(
     """Compute the missing or stale vectors (of `names`, if given) for the installed model;
     returns how many. Turns the index on; a new model (or `rebuild`) drops every old vector."""
     from ..semantic.matrix import quantize
-    from ..semantic.model import shared
+    from ..semantic.model import loaded
     from ..semantic.text import document_text
 
-    embedder = shared()
+    embedder = loaded()
     with store._writer() as conn, conn.begin():
         row = _state(conn)
         if row is None:
@@ -209,13 +209,13 @@ def dense(
 ) -> list[tuple[str, float]] | None:
     """The `limit` documents nearest to `query` by their vectors, best first; None when the
     semantic tier is off (extra not installed, index never built, or built by another model)."""
-    from ..semantic.model import status
+    from ..semantic.model import loaded
 
     with store.engine.connect() as conn:
         row = _state(conn)
         if row is None:
             return None  # never built: stay lexical without looking for the model
-        info = status()
+        info = loaded().info  # looked up once per process: a package lookup costs ~8 ms
         if not info.available or row.model != info.key:
             return None
         matrix = store._vectors
@@ -231,9 +231,7 @@ def dense(
                 row.generation, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
             )
             store._vectors = matrix
-    from ..semantic.model import shared
-
-    vector = shared().embed([query])[0]
+    vector = loaded().embed([query])[0]
     ranked = matrix.top(vector, limit if where is None else max(limit * 4, 200))
     if where is None or not ranked:
         return ranked
