@@ -335,3 +335,13 @@ def test_hybrid_beats_lexical_on_the_paraphrase_suite(hybrid_store: str) -> None
             hits["hybrid"] += bool(set(q["expected"]) & {r.parent for r in page.results})  # type: ignore[call-overload]
     assert hits["hybrid"] > hits["lexical"]
     assert hits["hybrid"] / len(queries) >= 0.9, hits
+
+
+@needs_model
+def test_a_query_is_embedded_once_and_like_any_text() -> None:
+    embedder = model.loaded()
+    first = embedder.embed_query("fake the GPS position in the browser")
+    assert embedder.embed_query("fake the GPS position in the browser") is first
+    again = embedder.embed(["fake the GPS position in the browser"])[0]
+    assert float(first @ again) == pytest.approx(1.0, abs=1e-5)
+    assert first.shape == (model.DIMENSIONS,)

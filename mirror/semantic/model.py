@@ -33,6 +33,7 @@ DIMENSIONS = 384
 MAX_TOKENS = 64
 # Texts per onnxruntime call: sorted by length first, so padding stays small.
 BATCH = 16
+QUERY_CACHE = 256
 INSTALL_HINT = "pip install 'dk-mirror[semantic]'"
 _REQUIRED = ("numpy", "onnxruntime", "tokenizers", _MODEL_MODULE)
 
@@ -75,6 +76,7 @@ class Embedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._queries: dict[str, np.ndarray] = {}
 
     def _load(self) -> None:
         import onnxruntime
@@ -97,6 +99,20 @@ class Embedder:
             str(path), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._tokenizer = tokenizer
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query's vector; the last QUERY_CACHE queries are kept (paging through results,
+        or a server asked the same question again, embeds it once)."""
+        with self._lock:
+            found = self._queries.get(text)
+        if found is not None:
+            return found
+        vector: np.ndarray = self.embed([text])[0]
+        with self._lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.pop(next(iter(self._queries)))
+        return vector
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, L2-normalised, float32 (n x DIMENSIONS)."""

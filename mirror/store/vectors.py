@@ -231,7 +231,7 @@ def dense(
                 row.generation, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
             )
             store._vectors = matrix
-    vector = loaded().embed([query])[0]
+    vector = loaded().embed_query(query)
     ranked = matrix.top(vector, limit if where is None else max(limit * 4, 200))
     if where is None or not ranked:
         return ranked
