@@ -194,6 +194,22 @@ def test_index_then_every_write_keeps_the_vectors_current(store: Store) -> None:
 
 
 @needs_model
+def test_a_bulk_write_leaves_its_documents_to_the_index_command(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mirror.store import vectors
+
+    docs = small(4)
+    store.put(docs[:1], fetched_at=1.0, upstream="test")
+    info = model.status()
+    store.build_semantic(info)
+    monkeypatch.setattr(vectors, "AUTO_EMBED", 2)
+    store.put(docs[1:], fetched_at=2.0, upstream="test")  # 3 documents: more than AUTO_EMBED
+    assert store.semantic_facts(info.key).pending == 3
+    assert store.build_semantic(info) == 3
+
+
+@needs_model
 def test_a_failed_embedding_leaves_documents_pending_until_index(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

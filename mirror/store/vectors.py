@@ -33,6 +33,9 @@ _BATCH = 500
 # Documents embedded per write transaction by `build`: a crash loses at most this many.
 EMBED_BATCH = 64
 Progress = Callable[[int, int], None]
+# Documents a write embeds by itself: a fetch of a few batches (about 10 s here); more waits
+# for `dk-mirror index`, so an import of thousands of pages is not slowed by minutes.
+AUTO_EMBED = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +189,12 @@ def _write(
 def refresh(store: Store, names: Sequence[str]) -> None:
     """After a write: embed the written documents when the index is on and its model is
     installed; otherwise nothing (cheap: one small query). Never fails the write: a failure
-    leaves the documents pending for `dk-mirror index`."""
+    leaves the documents pending for `dk-mirror index`. A bulk write (an import, a snapshot)
+    of more than AUTO_EMBED documents is left to `dk-mirror index` too, with its progress bar."""
     if not names or store.readonly:
+        return
+    if len(names) > AUTO_EMBED:
+        log.info("semantic index: %d documents left for `dk-mirror index`", len(names))
         return
     with store.engine.connect() as conn:
         row = _state(conn)
