@@ -59,6 +59,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "status": [],
         "import": ["--sample"],
         "doctor": [],
+        "index": [],
         "db status": [],
         "db upgrade": [],
         "demo": [],
@@ -74,7 +75,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
 
 
 # Commands that write to the store (whatever the store, they must be refused by a read-only one).
-WRITERS = {"get", "fetch", "search", "answer", "import", "db upgrade", "demo", "serve",
+WRITERS = {"get", "fetch", "search", "answer", "import", "index", "db upgrade", "demo", "serve",
            "snapshot import", "lock", "sync"}  # fmt: skip
 
 
