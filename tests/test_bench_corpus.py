@@ -60,7 +60,15 @@ def test_a_missing_corpus_says_where_it_looked_and_how_to_point_at_it(
 
 
 @pytest.mark.parametrize(
-    "script", ["bench_get", "bench_import", "bench_search", "bench_serve", "bench_snapshot"]
+    "script",
+    [
+        "bench_get",
+        "bench_import",
+        "bench_search",
+        "bench_semantic",
+        "bench_serve",
+        "bench_snapshot",
+    ],
 )
 def test_every_corpus_bench_takes_the_option_and_exits_cleanly(tmp_path: Path, script: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DK_MIRROR_HOME": str(tmp_path / "home")}

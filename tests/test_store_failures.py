@@ -60,6 +60,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "status": [],
         "import": ["--sample"],
         "doctor": [],
+        "index update": [],
         "db status": [],
         "db upgrade": [],
         "demo": [],
@@ -82,7 +83,8 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
 # Commands that write to the store (whatever the store, they must be refused by a read-only one).
 # `index check` too: FTS5's integrity check is a command written as an INSERT.
 WRITERS = {"get", "fetch", "crawl", "search", "answer", "import", "db upgrade", "demo", "serve",
-           "snapshot import", "lock", "sync", "refresh", "index check", "index rebuild"}  # fmt: skip
+           "snapshot import", "lock", "sync", "refresh", "index check", "index rebuild",
+           "index update"}  # fmt: skip
 
 
 @dataclass

@@ -150,6 +150,7 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
             )
         )
     rows.extend(_store_rows(mirror))
+    rows.append(_semantic_row(mirror))
     rows.append(_key_row(mirror))
     if settings.offline:
         rows.append(("ok", "network", "offline mode: only the store is used (upstream not probed)"))
@@ -192,6 +193,14 @@ def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
     else:
         rows.append(("ok", "integrity", "quick_check ok"))
     return rows
+
+
+def _semantic_row(mirror: Mirror) -> tuple[str, str, str]:
+    try:
+        level, message = mirror.semantic_status().describe()
+    except MirrorError as exc:  # a store at another schema: the schema row says what to do
+        return ("warn", "semantic", f"not checked: {exc.message}")
+    return (level, "semantic", message)
 
 
 def _key_row(mirror: Mirror) -> tuple[str, str, str]:
@@ -256,50 +265,6 @@ def db_upgrade(ctx: click.Context) -> None:
     """Upgrade the store's schema to the newest revision."""
     status = open_mirror(ctx).upgrade_schema()
     click.echo(f"store at revision {status.current}", err=True)
-
-
-@click.group()
-def index() -> None:
-    """The local search index: check it against the stored documents, or rebuild it."""
-
-
-@index.command(name="check")
-@json_option
-@global_options
-@click.pass_context
-def index_check(ctx: click.Context, as_json: bool) -> None:
-    """Compare the index with the stored documents; exit 1 if it needs a rebuild."""
-    state = open_mirror(ctx).check_index()
-    if as_json:
-        click.echo(
-            render.to_json(
-                {
-                    "consistent": state.consistent,
-                    "documents": state.documents,
-                    "indexed": state.indexed,
-                    "orphans": state.orphans,
-                    "stale": state.stale,
-                }
-            )
-        )
-    else:
-        verdict = "stale: run dk-mirror index rebuild" if state.stale else "up to date"
-        click.echo(
-            f"documents with content: {state.documents}\nindexed: {state.indexed}\n"
-            f"entries without a document: {state.orphans}\n"
-            f"full-text index matches the text: {'yes' if state.consistent else 'no'}\n{verdict}"
-        )
-    if state.stale:
-        ctx.exit(1)
-
-
-@index.command(name="rebuild")
-@global_options
-@click.pass_context
-def index_rebuild(ctx: click.Context) -> None:
-    """Rebuild the index from the stored documents (the store is the source of truth)."""
-    count = open_mirror(ctx).rebuild_index()
-    click.echo(f"indexed {count} documents", err=True)
 
 
 @click.command()

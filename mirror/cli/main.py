@@ -90,9 +90,9 @@ LAZY = {
         "Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.",
     ),
     "index": Lazy(
-        "admin",
         "index",
-        "The local search index: check it against the stored documents, or rebuild it.",
+        "index",
+        "The search indexes: bring the semantic one up to date, check them, or rebuild them.",
     ),
     "lock": Lazy(
         "ci",

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .probe import ProbeReport
     from .refresh import RefreshReport
     from .search import SearchResult
+    from .semantic import SemanticStatus
 
 __all__ = [
     "FetchInterrupted",
@@ -454,6 +455,21 @@ class Mirror:
             api_key_set=bool(settings.api_key),
             sqlite_version=sqlite3.sqlite_version,
         )
+
+    def semantic_status(self) -> SemanticStatus:
+        """Whether hybrid search is on, with which model, and what waits to be embedded."""
+        from . import semantic
+
+        return semantic.status(self._ctx())
+
+    def build_index(
+        self, *, rebuild: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Embed the documents without a current vector (`rebuild`: all); turns hybrid
+        search on. Needs the `semantic` extra. Returns how many were embedded."""
+        from . import semantic
+
+        return semantic.index(self._ctx(), rebuild=rebuild, progress=progress)
 
     def schema_status(self) -> SchemaStatus:
         """The store's schema revision and the newest this version knows (no upgrade)."""

@@ -9,8 +9,8 @@ from sqlalchemy import Connection, delete, select
 
 from ..models import Document
 from . import engine as engines
-from . import index, versions
-from .rows import cached_document, document_row
+from . import vectors, versions
+from .rows import cached_document
 from .schema import documents
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ def apply_stream(
     written = removed = 0
     put: list[Document] = []
     gone: list[str] = []
+    changed = Changed()
     with store._writer() as conn, engines.bulk_write(conn), conn.begin():
         for change in changes:
             if isinstance(change, str):
@@ -66,29 +67,43 @@ def apply_stream(
             else:
                 put.append(change)
             if len(put) >= STREAM_BATCH:
-                written += _put(store, conn, put, fetched_at, upstream)
-                put = []
+                changed.add(_put(store, conn, put, fetched_at, upstream))
+                written, put = written + len(put), []
             if len(gone) >= STREAM_BATCH:
                 removed += _remove(conn, gone)
                 gone = []
-        written += _put(store, conn, put, fetched_at, upstream)
+        changed.add(_put(store, conn, put, fetched_at, upstream))
+        written += len(put)
         removed += _remove(conn, gone)
+    store._refresh_vectors(changed.names)
     return written, removed
+
+
+class Changed:
+    """Names a bulk write changed, kept only while a write may still embed them itself
+    (vectors.AUTO_EMBED): past that, `dk-mirror index update` does, so memory stays bounded."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def add(self, names: list[str]) -> None:
+        from .vectors import AUTO_EMBED
+
+        if len(self.names) <= AUTO_EMBED:
+            self.names.extend(names[: AUTO_EMBED + 1 - len(self.names)])
 
 
 def _put(
     store: Store, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
-) -> int:
-    if docs:
-        versions.record(conn, docs, fetched_at, upstream, store.keep_versions)
-        conn.execute(store._upsert, [document_row(doc, fetched_at, upstream) for doc in docs])
-        index.reindex(conn, docs)
-    return len(docs)
+) -> list[str]:
+    # The one write path of every put: history, upsert, search index, stale vectors.
+    return store._write_batch(conn, docs, fetched_at, upstream) if docs else []
 
 
 def _remove(conn: Connection, names: list[str]) -> int:
     if names:
         versions.retire(conn, names)  # history outlives a deletion
+        vectors.forget(conn, names)  # and a loaded vector matrix learns they are gone
         # Their index entries go by the trigger on documents (schema_index.py).
         conn.execute(delete(documents).where(documents.c.name.in_(names)))
     return len(names)

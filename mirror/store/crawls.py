@@ -21,7 +21,9 @@ _CHUNK = 500
 QUEUED = "queued"
 FAILED = "failed"
 
-WriteDocuments = Callable[[Connection, list[Document], float, str], None]
+# Returns the names whose content changed. A crawl leaves their semantic vectors to
+# `dk-mirror index update`, as an import does: embedding inside a crawl would cost ~2 s a batch.
+WriteDocuments = Callable[[Connection, list[Document], float, str], list[str]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,11 +36,13 @@ from .rows import cached_document
 
 if TYPE_CHECKING:
     from ..search.filters import Node
+    from ..semantic.model import ModelInfo
     from .buckets import Buckets
     from .fts import DocumentHit, LocalHit
     from .index import IndexState
     from .recorded import RecordedAnswer, RecordedPage
     from .store import Store
+    from .vectors import Progress, SemanticFacts
 
 _PREFIX = "sqlite:///"
 # Milliseconds to wait on a lock: a writer's checkpoint or WAL recovery can hold one briefly.
@@ -247,6 +249,25 @@ class Reader:
     def buckets(self) -> Buckets:
         """Quota buckets shared by every process on the store (through the full Store)."""
         return self.full().buckets
+
+    def dense_ranking(
+        self, query: str, *, limit: int, where: Node | None = None
+    ) -> list[tuple[str, float]] | None:
+        """Documents nearest to `query` by meaning (through the full Store, and only when the
+        semantic index was ever built, so a store without one keeps the cold path cheap)."""
+        if self._conn.execute(sql.HAS_SEMANTIC_INDEX).fetchone() is None:
+            return None
+        return self.full().dense_ranking(query, limit=limit, where=where)
+
+    def semantic_facts(self, model_key: str) -> SemanticFacts:
+        """The semantic index's state (through the full Store)."""
+        return self.full().semantic_facts(model_key)
+
+    def build_semantic(
+        self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
+    ) -> int:
+        """Embed documents without a current vector (through the full Store)."""
+        return self.full().build_semantic(info, rebuild=rebuild, progress=progress)
 
     def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
         """Write documents (through the full Store)."""

@@ -33,16 +33,20 @@ from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
     from ..search.filters import Node
+    from ..semantic.matrix import Matrix
+    from ..semantic.model import ModelInfo
     from .buckets import Buckets
     from .crawls import Crawls
     from .fts import DocumentHit, LocalHit
     from .index import IndexState
     from .recordings import Recordings
+    from .vectors import Progress, SemanticFacts
 from .schema import SCHEMA_REVISION, documents
 
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
-from . import schema_counts, schema_crawl, schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
+from . import schema_counts, schema_crawl, schema_embeddings  # noqa: F401  isort: skip
+from . import schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
 
 # Documents written per statement by put_stream: bounds memory (a few hundred pages) while
 # keeping executemany batches large enough to cost little per row.
@@ -75,6 +79,8 @@ class Store:
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
         self._fast_sql = engine.dialect.name == "sqlite"
         self.readonly = False  # set by open(): a resized engine must open the same way
+        # The semantic index's vectors in memory, reloaded when their generation changes.
+        self._vectors: Matrix | None = None
 
     @classmethod
     def open(
@@ -230,7 +236,8 @@ class Store:
         if not docs:
             return 0
         with self._writer() as conn, conn.begin():
-            self._write_batch(conn, docs, fetched_at, upstream)
+            changed = self._write_batch(conn, docs, fetched_at, upstream)
+        self._refresh_vectors(changed)
         return len(docs)
 
     def put_stream(
@@ -242,28 +249,33 @@ class Store:
         import file) rolls back everything already written. A name seen again replaces its
         earlier copy and is counted once.
         """
+        from .bulk import Changed
+
         seen: set[str] = set()
+        changed = Changed()
         total = 0
         with self._writer() as conn, engines.bulk_write(conn), conn.begin():
             batch: list[Document] = []
             for doc in docs:
                 batch.append(doc)
                 if len(batch) == PUT_BATCH:
-                    self._write_batch(conn, batch, fetched_at, upstream)
+                    changed.add(self._write_batch(conn, batch, fetched_at, upstream))
                     seen.update(d.name for d in batch)
                     total, batch = total + len(batch), []
             if batch:
-                self._write_batch(conn, batch, fetched_at, upstream)
+                changed.add(self._write_batch(conn, batch, fetched_at, upstream))
                 seen.update(d.name for d in batch)
                 total += len(batch)
+        self._refresh_vectors(changed.names)
         return PutReport(documents=len(seen), duplicates=total - len(seen))
 
     def _write_batch(
         self, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
-    ) -> None:
+    ) -> list[str]:
+        """Upsert `docs` and reindex those that changed; returns the changed names."""
         # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
         # and cold `dk-mirror get --offline` pays for every import.
-        from . import index, versions
+        from . import index, vectors, versions
 
         # Same transaction: documents, their history and their search index commit or roll
         # back together. A copy without content is "changed" too: its old chunks must go.
@@ -271,6 +283,40 @@ class Store:
         versions.record(conn, docs, fetched_at, upstream, self.keep_versions)
         conn.execute(self._upsert, [document_row(doc, fetched_at, upstream) for doc in docs])
         index.reindex(conn, changed)
+        names = [doc.name for doc in changed]
+        vectors.forget(conn, names)
+        return names
+
+    def _refresh_vectors(self, names: list[str]) -> None:
+        # After the commit, never inside it: embedding takes ~0.1 s a document.
+        if names:
+            from . import vectors
+
+            vectors.refresh(self, names)
+
+    def semantic_facts(self, model_key: str) -> SemanticFacts:
+        """The semantic index's model, current vectors and documents waiting for one."""
+        from . import vectors
+
+        return vectors.facts(self, model_key)
+
+    def build_semantic(
+        self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
+    ) -> int:
+        """Embed every document without a current vector for `info`'s model; how many."""
+        from . import vectors
+
+        return vectors.build(self, info, rebuild=rebuild, progress=progress)
+
+    def dense_ranking(
+        self, query: str, *, limit: int, where: Node | None = None
+    ) -> list[tuple[str, float]] | None:
+        """Documents nearest to `query` by meaning, best first (None: semantic tier off)."""
+        from . import vectors
+        from .filter_sql import to_sql
+
+        clause = to_sql(where, documents) if where is not None else None
+        return vectors.dense(self, query, limit, clause)
 
     def search_local(
         self, query: str, *, limit: int = 5, offset: int = 0, where: Node | None = None

