@@ -245,3 +245,16 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
+
+
+def exit_failed(ctx: click.Context, *, stopped: str | None, error: object, advice: str) -> None:
+    """The end of a fetch, crawl or refresh that left documents behind: why it stopped, the
+    last error, how to go on (`advice`); exit 1. The failed names were listed already."""
+    from . import render
+
+    if stopped:
+        click.echo(f"stopped early: {render.clean(stopped)}", err=True)
+    if error:
+        click.echo(f"error: {render.clean(str(error), multiline=True)}", err=True)
+    click.echo(f"error: {advice}", err=True)
+    ctx.exit(1)

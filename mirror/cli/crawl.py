@@ -10,6 +10,7 @@ import click
 from . import render
 from .common import (
     duration,
+    exit_failed,
     global_options,
     json_option,
     names_from_file,
@@ -89,7 +90,7 @@ def crawl(
     if names_file is not None:
         seeds += names_from_file(names_file)
     elif not seeds and not searches and not sys.stdin.isatty():
-        seeds += names_from_file(click.get_text_stream("stdin"))
+        seeds += names_from_file(sys.stdin)
     spec = make_spec(
         seeds,
         prefixes=prefixes,
@@ -121,16 +122,13 @@ def crawl(
     display.close()
     _summary(report, as_json)
     if report.failed or report.stopped:
-        if report.stopped:
-            click.echo(f"stopped early: {report.stopped}", err=True)
-        if report.error:
-            click.echo(f"error: {render.clean(str(report.error), multiline=True)}", err=True)
-        click.echo(
-            f"error: {len(report.failed)} document(s) failed and {report.queued} were not "
+        exit_failed(
+            ctx,
+            stopped=report.stopped,
+            error=report.error,
+            advice=f"{len(report.failed)} document(s) failed and {report.queued} were not "
             "tried; run the same command again to continue",
-            err=True,
         )
-        ctx.exit(1)
 
 
 def _summary(report: CrawlReport, as_json: bool) -> None:

@@ -11,6 +11,7 @@ from . import render
 from .common import (
     Progress,
     duration,
+    exit_failed,
     global_options,
     json_option,
     keep_versions_option,
@@ -84,16 +85,13 @@ def refresh(
         for name in report.failed:
             click.echo(f"failed: {render.clean(name)}", err=True)
     if report.failed:
-        if report.stopped:
-            click.echo(f"stopped early: {report.stopped}", err=True)
-        if report.error:
-            click.echo(f"error: {report.error}", err=True)
-        click.echo(
-            f"error: {len(report.failed)} document(s) were not refreshed; run the same command "
+        exit_failed(
+            ctx,
+            stopped=report.stopped,
+            error=report.error,
+            advice=f"{len(report.failed)} document(s) were not refreshed; run the same command "
             "again (with --older-than, only those are asked again)",
-            err=True,
         )
-        ctx.exit(1)
 
 
 @click.command()

@@ -21,6 +21,7 @@ from . import render
 from .common import (
     Progress,
     duration,
+    exit_failed,
     global_options,
     json_option,
     names_from_file,
@@ -276,17 +277,13 @@ def fetch(
         for name in report.failed:
             click.echo(f"failed: {render.clean(name)}", err=True)
     if report.failed:
-        # The names are listed above; the error says why, the hint how to go on.
-        if report.stopped:
-            click.echo(f"stopped early: {report.stopped}", err=True)
-        if report.error:
-            click.echo(f"error: {report.error}", err=True)
-        click.echo(
-            f"error: {len(report.failed)} document(s) were not fetched; run the same command "
+        exit_failed(
+            ctx,
+            stopped=report.stopped,
+            error=report.error,
+            advice=f"{len(report.failed)} document(s) were not fetched; run the same command "
             "again to fetch only what is still missing",
-            err=True,
         )
-        ctx.exit(1)
     if report.missing:
         ctx.exit(EXIT_NOT_FOUND)
 
