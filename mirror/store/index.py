@@ -67,8 +67,20 @@ _INSERT_HEAD = (
 )
 
 
+def _postgresql(conn: Connection) -> bool:
+    # PostgreSQL has its own index (tsvector, pg_index.py and pg_search.py) behind the same
+    # functions; every other database has none.
+    return conn.dialect.name == "postgresql"
+
+
 def available(conn: Connection) -> bool:
-    """Whether this database has the FTS index (SQLite with the search migration applied)."""
+    """Whether this database has a search index: SQLite with FTS5 (migration 0007), or
+    PostgreSQL with the tsvector columns (migration 0011)."""
+    if _postgresql(conn):
+        from .schema_pg_index import WORDS
+
+        found = conn.execute(text(sql.PG_HAS_COLUMN), {"table": "search_docs", "column": WORDS})
+        return found.first() is not None
     if conn.dialect.name != "sqlite":
         return False
     return conn.execute(text(sql.HAS_TABLE), {"name": FTS_TABLE}).first() is not None
@@ -84,6 +96,10 @@ def changed(conn: Connection, docs: Iterable[Document]) -> list[Document]:
     """The `docs` whose stored copy differs in what the index holds (title, description,
     content) or is missing: call before writing them, then reindex only these."""
     docs = list({doc.name: doc for doc in docs}.values())
+    if _postgresql(conn) and docs:
+        from . import pg_index
+
+        return pg_index.changed(conn, docs)
     if conn.dialect.name != "sqlite" or not docs:
         return docs
     stored: dict[str, tuple[str | None, str | None, str | None]] = {}
@@ -137,9 +153,13 @@ def _write(raw: Any, rows: Sequence[tuple[str, str, str]]) -> None:
 def reindex(conn: Connection, docs: Iterable[Document]) -> int:
     """Index `docs` that have content (inside the caller's transaction, after their rows are
     written); returns how many."""
-    if conn.dialect.name != "sqlite":
-        return 0  # no FTS5: local search needs SQLite
     docs = list({doc.name: doc for doc in docs}.values())  # the last copy of a name wins
+    if _postgresql(conn):
+        from . import pg_index
+
+        return pg_index.reindex(conn, docs)
+    if conn.dialect.name != "sqlite":
+        return 0  # no search index on this database
     rows = [index_row(doc) for doc in docs if doc.content]  # metadata only: nothing to search
     if rows:
         _write(_raw(conn), rows)
@@ -163,6 +183,10 @@ class IndexState:
 
 def check(conn: Connection) -> IndexState:
     """Compare the index with the documents (FTS5's integrity-check reads every row)."""
+    if _postgresql(conn):
+        from . import pg_index
+
+        return IndexState(*pg_index.counts(conn), pg_index.consistent(conn))
     raw = _raw(conn)
     docs = raw.execute("SELECT count(*) FROM documents WHERE content IS NOT NULL").fetchone()[0]
     indexed = raw.execute(
@@ -196,6 +220,10 @@ def _stored(raw: Any) -> Iterator[list[Document]]:
 def rebuild(conn: Connection) -> int:
     """Rebuild the whole index from the stored documents (inside the caller's transaction);
     returns how many documents it holds."""
+    if _postgresql(conn):
+        from . import pg_index
+
+        return pg_index.rebuild(conn)
     raw = _raw(conn)
     for table in (FTS_TABLE, HEAD_TABLE):
         raw.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
@@ -258,6 +286,10 @@ def search(
     where: ColumnElement[bool] | None = None,
 ) -> list[LocalHit]:
     """The best chunks for `query`, grouped by document (fts.search on this connection)."""
+    if _postgresql(conn):
+        from . import pg_search
+
+        return pg_search.search(conn, query, limit=limit, offset=offset, where=where)
     clause = _CoreFilter(conn, where) if where is not None else None
     return fts.search(_raw(conn), query, limit=limit, offset=offset, where=clause)
 
@@ -266,5 +298,9 @@ def rank_documents(
     conn: Connection, query: str, *, limit: int, where: ColumnElement[bool] | None = None
 ) -> list[DocumentHit]:
     """The lexical ranking of documents for `query` (fts.rank_documents on this connection)."""
+    if _postgresql(conn):
+        from . import pg_search
+
+        return pg_search.rank_documents(conn, query, limit=limit, where=where)
     clause = _CoreFilter(conn, where) if where is not None else None
     return fts.rank_documents(_raw(conn), query, limit=limit, where=clause)

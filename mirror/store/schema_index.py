@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, ForeignKey, Integer, String, Table, Text, event
 
+from . import schema_pg_index
 from .schema import metadata
 from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
@@ -84,14 +85,21 @@ SQLITE_OBJECTS = (CREATE_VIEW, CREATE_FTS, CREATE_HEAD, CREATE_VOCAB, *CREATE_TR
 
 @event.listens_for(search_docs, "after_create")
 def _create_fts(_target: Table, connection: Connection, **_kw: Any) -> None:
-    # metadata.create_all builds what the migrations build (FTS5 exists only on SQLite).
+    # metadata.create_all builds what the migrations build (FTS5 exists only on SQLite,
+    # tsvector only on PostgreSQL: schema_pg_index.py).
     if connection.dialect.name == "sqlite":
         for statement in SQLITE_OBJECTS:
+            connection.exec_driver_sql(statement)
+    elif connection.dialect.name == "postgresql":
+        for statement in schema_pg_index.CREATE:
             connection.exec_driver_sql(statement)
 
 
 @event.listens_for(search_docs, "before_drop")
 def _drop_fts(_target: Table, connection: Connection, **_kw: Any) -> None:
+    if connection.dialect.name == "postgresql":
+        for statement in schema_pg_index.DROP:
+            connection.exec_driver_sql(statement)
     if connection.dialect.name == "sqlite":
         for trigger in ("doc_fts_forget", "doc_fts_change"):
             connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {trigger}")

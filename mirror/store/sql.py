@@ -13,7 +13,7 @@ from typing import Any
 from ..models import Stats, Summary
 
 # The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
-SCHEMA_REVISION = "0009"
+SCHEMA_REVISION = "0011"
 
 REVISION = "SELECT version_num FROM alembic_version"
 JOURNAL_MODE = "PRAGMA journal_mode"
@@ -124,6 +124,10 @@ FTS_VOCAB = "doc_fts_vocab"
 # Title, description and heading lines only: the first tier for common words (fts.py).
 HEAD_TABLE = "head_fts"
 HAS_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"
+PG_HAS_COLUMN = (
+    "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+    "AND table_name = :table AND column_name = :column"
+)
 # Whether `dk-mirror index update` ever turned the semantic index on (store/vectors.py).
 HAS_SEMANTIC_INDEX = "SELECT model FROM semantic_state WHERE id = 1"
 

@@ -1,0 +1,140 @@
+"""Text and queries for PostgreSQL's full-text search, pure: no SQL is run here.
+
+PostgreSQL's default text-search parser is not FTS5's `unicode61` tokenizer. It keeps
+`chrome.runtime.onMessage`, `web.dev` and `manifest.json` whole as one "host" or "file" token
+(so `runtime` would not find them), and whether it folds `É` or splits `缓存。网络` at the
+full stop depends on the database's locale. So both sides, documents and queries, are cut the
+way unicode61 cuts them before PostgreSQL sees them (`normalized`): case folded, Latin
+diacritics dropped, and every character that is neither a letter, a digit nor a mark made a
+space. What is left is words and numbers, which the `english` configuration stems the same on
+every server, whatever its locale.
+
+Queries are planned once, by mirror.search.lexical (terms, identifiers, CJK bigrams, AND then
+OR), as FTS5 match strings; `to_tsquery` translates such a string into tsquery syntax, so the
+two backends search for the same thing. Every operand comes out single-quoted and holds only
+letters, digits, marks and spaces: no user text is ever tsquery syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cache
+
+# Latin combining diacritics, dropped after NFKD decomposition (unicode61's remove_diacritics);
+# other marks (Devanagari vowel signs, Japanese voicing marks) are part of their words.
+_DIACRITICS = range(0x0300, 0x0370)
+
+
+@cache
+def _table() -> dict[int, str | None]:
+    """str.translate table over the Basic Multilingual Plane: separators to spaces, Latin
+    diacritics dropped (built once, ~40 ms; a per-character loop in Python would cost that
+    for every large page)."""
+    table: dict[int, str | None] = {code: None for code in _DIACRITICS}
+    for code in range(0x10000):
+        category = unicodedata.category(chr(code))
+        if category[0] in "PSZC" and code not in table:
+            table[code] = " "
+    return table
+
+
+# ASCII letters and digits kept (capitals folded), every other byte a space: most pages are
+# ASCII, and bytes.translate cuts them at C speed (str.translate with a dict: ~3 MB/s).
+_ASCII = (
+    bytes((c | 0x20 if chr(c).isupper() else c) if chr(c).isalnum() else 0x20 for c in range(128))
+    + b" " * 128
+)
+
+
+def normalized(text: str) -> str:
+    """`text` cut the way the index cuts it: folded, Latin accents dropped, anything but
+    letters, digits and marks turned into spaces (so `tf.keras.layers` is three words)."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII).decode("ascii")
+    decomposed = unicodedata.normalize("NFKD", text).translate(_table())
+    # NFC puts Hangul syllables and Japanese voiced kana back together after NFKD.
+    return unicodedata.normalize("NFC", decomposed).casefold()
+
+
+# A quoted FTS5 string ("" inside is one quote) with an optional prefix star, a keyword, or
+# a parenthesis: everything mirror.search.lexical.all_of / any_of produce.
+_TOKEN = re.compile(r'\s*(?:"((?:[^"]|"")*)"(\*?)|(AND|OR)\b|([()]))')
+
+
+class QuerySyntaxError(ValueError):
+    """An FTS5 match string outside what the lexical planner produces."""
+
+
+def to_tsquery(match: str) -> str:
+    """The tsquery text for an FTS5 match string of quoted phrases joined by AND and OR (in
+    parentheses): phrases become quoted tsquery phrases (`<->` between their words), `AND` `&`,
+    `OR` `|`. A phrase with nothing searchable left is dropped with its operator; '' when
+    nothing is left at all."""
+    tokens = _tokens(match)
+    out, end = _expression(tokens, 0)
+    if end != len(tokens):
+        raise QuerySyntaxError(f"unexpected {tokens[end]!r} in {match[:80]!r}")
+    return out
+
+
+def _tokens(match: str) -> list[str]:
+    tokens: list[str] = []
+    pos = 0
+    while pos < len(match.rstrip()):
+        found = _TOKEN.match(match, pos)
+        if found is None:
+            raise QuerySyntaxError(f"cannot translate {match[pos : pos + 40]!r}")
+        phrase, star, keyword, paren = found.groups()
+        if phrase is not None:
+            words = " ".join(normalized(phrase.replace('""', '"')).split())
+            # Only letters, digits and marks remain, but a quote would end the operand early.
+            tokens.append(
+                "'" + words.replace("'", "''") + "'" + (":*" if star else "") if words else ""
+            )
+        else:
+            tokens.append(keyword or paren)
+        pos = found.end()
+    return tokens
+
+
+def _expression(tokens: list[str], pos: int) -> tuple[str, int]:
+    """expression := conjunction {OR conjunction}; FTS5 gives AND precedence over OR."""
+    parts: list[str] = []
+    part, pos = _conjunction(tokens, pos)
+    parts.append(part)
+    while pos < len(tokens) and tokens[pos] == "OR":
+        part, pos = _conjunction(tokens, pos + 1)
+        parts.append(part)
+    return _join(parts, " | "), pos
+
+
+def _conjunction(tokens: list[str], pos: int) -> tuple[str, int]:
+    parts: list[str] = []
+    part, pos = _operand(tokens, pos)
+    parts.append(part)
+    while pos < len(tokens) and tokens[pos] == "AND":
+        part, pos = _operand(tokens, pos + 1)
+        parts.append(part)
+    return _join(parts, " & "), pos
+
+
+def _operand(tokens: list[str], pos: int) -> tuple[str, int]:
+    if pos >= len(tokens):
+        raise QuerySyntaxError("the match string ends where a phrase was expected")
+    token = tokens[pos]
+    if token == "(":
+        inner, pos = _expression(tokens, pos + 1)
+        if pos >= len(tokens) or tokens[pos] != ")":
+            raise QuerySyntaxError("unbalanced parenthesis")
+        return (f"({inner})" if inner else ""), pos + 1
+    if token in ("AND", "OR", ")"):
+        raise QuerySyntaxError(f"unexpected {token!r}")
+    return token, pos + 1
+
+
+def _join(parts: list[str], operator: str) -> str:
+    kept = [p for p in parts if p]
+    if len(kept) > 1:
+        return "(" + operator.join(kept) + ")"
+    return kept[0] if kept else ""

@@ -1,0 +1,246 @@
+"""Local search on PostgreSQL: documents ranked by ts_rank over the tsvectors of search_docs,
+then each document's best chunks, in the same shape and order rules as SQLite's fts.py.
+
+The query is planned once for both backends by mirror.search.lexical (its terms, identifiers
+searched whole then by their parts, CJK bigrams, pages with every term first, topped up with
+pages with any term); mirror.search.tsquery translates each FTS5 match string it produces into
+a tsquery, which the GIN index on `words` answers. Ranking weights follow SQLite's bm25
+weights (title 8, headings 3, description 2, body and side column 1). A `where` filter is
+Core SQL joined into the same statement: PostgreSQL plans the filter and the match together,
+so no candidate-widening loop is needed here.
+
+A search joins `documents`: no entry without its document can be returned (and the foreign
+key cascades deletions anyway).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Connection,
+    Select,
+    String,
+    bindparam,
+    func,
+    literal_column,
+    select,
+    text,
+)
+
+from ..search import lexical
+from ..search.tsquery import normalized, to_tsquery
+from .fts import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit
+from .pg_index import CONFIG
+from .schema import documents
+from .schema_index import search_docs
+from .schema_pg_index import HEAD_WORDS, WORDS
+
+# ts_rank's weights for the labels D, C, B, A: body and side column, description, headings,
+# title. The ratios of SQLite's bm25 weights (1, 2, 3, 8), scaled so the title counts 1.
+WEIGHTS = "{0.125, 0.25, 0.375, 1.0}"
+# ts_rank normalization: 1 divides by 1 + log(document length), so a long page that mentions
+# a word in passing does not outrank a short page about it; 32 maps the rank into [0, 1)
+# (rank / (rank + 1)), which is the score shown.
+NORMALIZATION = 1 | 32
+# Matches of at least this many pages are ranked in head_words first (as fts.COMMON).
+COMMON = 2000
+_MAX_SPELLING_CANDIDATES = 20_000
+
+_QUERY: BindParameter[str] = bindparam("q", type_=String())
+_TSQUERY = func.to_tsquery(literal_column(f"'{CONFIG}'"), _QUERY)
+
+
+def _rank(column: str) -> ColumnElement[float]:
+    words: ColumnElement[Any] = literal_column(f"search_docs.{column}")
+    return func.ts_rank(
+        literal_column(f"CAST('{WEIGHTS}' AS real[])"), words, _TSQUERY, NORMALIZATION
+    ).label("r")
+
+
+def _matching(column: str) -> ColumnElement[bool]:
+    return literal_column(f"search_docs.{column}").op("@@")(_TSQUERY)
+
+
+def _ranked(column: str) -> Select[Any]:
+    s = search_docs.c
+    rank = _rank(column)
+    return (
+        select(s.id, rank, s.name)
+        .join(documents, documents.c.name == s.name)
+        .where(_matching(column))
+        .order_by(rank.desc(), s.name)
+    )
+
+
+_RANKED = {column: _ranked(column) for column in (WORDS, HEAD_WORDS)}
+_COUNT = select(func.count()).select_from(
+    select(search_docs.c.id).where(_matching(WORDS)).limit(bindparam("n")).subquery()
+)
+_EXISTS = select(search_docs.c.id).where(_matching(WORDS)).limit(1)
+
+RankedRow = tuple[int, float, str]
+
+
+def _page(
+    conn: Connection, match: str, need: int, where: ColumnElement[bool] | None
+) -> list[RankedRow]:
+    """The best `need` documents for FTS5 match string `match`, by (score desc, name)."""
+    query = to_tsquery(match)
+    if not query:
+        return []
+    # The common-match plan of fts._page: a common word's pages are many, ranking each costs
+    # a read of its tsvector; the pages naming it in title, headings or description come
+    # first anyway (their weights are highest). Not for "any of" matches (see fts._page).
+    tiered = where is None and " OR " not in match
+    if tiered and conn.execute(_COUNT, {"q": query, "n": COMMON}).scalar_one() >= COMMON:
+        rows = conn.execute(_RANKED[HEAD_WORDS].limit(need), {"q": query}).all()
+        if len(rows) >= need:
+            return [(r[0], float(r[1]), r[2]) for r in rows]
+    ranked = _RANKED[WORDS] if where is None else _RANKED[WORDS].where(where)
+    rows = conn.execute(ranked.limit(need), {"q": query}).all()
+    return [(r[0], float(r[1]), r[2]) for r in rows]
+
+
+def _score(rank: float) -> float:
+    # NORMALIZATION's 32 already maps into [0, 1); a match never reads as "not relevant".
+    return max(min(rank, 1.0), MIN_SCORE)
+
+
+def rank_documents(
+    conn: Connection, query: str, *, limit: int, where: ColumnElement[bool] | None = None
+) -> list[DocumentHit]:
+    """The lexical ranking on PostgreSQL: the best `limit` documents, best first, planned as
+    fts.rank_documents plans it (every term, then any term or part; long queries any term
+    from the start; a word that matches nothing corrected from the index's vocabulary)."""
+    terms = lexical.query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    terms = _correct(conn, terms)
+    either = lexical.any_of(terms)
+    attempts = [either] if len(terms) >= LONG_QUERY else [lexical.all_of(terms)]
+    if either != attempts[0]:
+        attempts.append(either)
+    hits: list[DocumentHit] = []
+    seen: set[str] = set()
+    floor = 1.0
+    for number, match in enumerate(attempts):
+        if number and len(hits) >= limit:
+            break
+        for _, rank, name in _page(conn, match, limit + len(hits), where):
+            if name in seen:
+                continue
+            seen.add(name)
+            # A page topped up from a looser match never outranks one that had every term.
+            score = min(_score(rank), floor) if number else _score(rank)
+            hits.append(DocumentHit(name, -rank, score))
+        if hits:
+            floor = hits[-1].score
+    return hits[:limit]
+
+
+def search(
+    conn: Connection,
+    query: str,
+    *,
+    limit: int,
+    offset: int = 0,
+    where: ColumnElement[bool] | None = None,
+) -> list[LocalHit]:
+    """The best chunks for `query`, grouped by document: the ranking of documents, each
+    followed by its best chunks (lexical.best_chunks, as on SQLite)."""
+    if limit <= 0:
+        return []
+    offset = max(offset, 0)
+    need = offset + limit
+    ranking = rank_documents(conn, query, limit=need, where=where)
+    hits: list[LocalHit] = []
+    done = 0
+    while len(hits) < need and done < len(ranking):
+        # A few documents at a time: most pages are filled by the first few.
+        group = ranking[done : done + max(2, (need - len(hits) + 1) // 2)]
+        done += len(group)
+        rows = conn.execute(
+            select(documents.c.name, documents.c.content).where(
+                documents.c.name.in_([d.name for d in group])
+            )
+        )
+        contents = {name: content for name, content in rows if content}
+        shown = [d for d in group if d.name in contents]
+        chunks = lexical.best_chunks([contents[d.name] for d in shown], query)
+        for doc, best in zip(shown, chunks, strict=True):
+            hits.extend(LocalHit(doc.name, c.id, c.heading, c.text, doc.score) for c in best)
+    return hits[offset:need]
+
+
+# --- typo correction -----------------------------------------------------------------------------
+
+_FINGERPRINT = text("SELECT count(*), coalesce(max(id), 0) FROM search_docs")
+# Every stem of the index with the number of pages holding it (a scan of every tsvector).
+_VOCABULARY = text(f"SELECT word, ndoc FROM ts_stat('SELECT {WORDS} FROM search_docs')")
+_vocabularies: dict[str, tuple[tuple[int, int], list[tuple[str, int]]]] = {}
+_lock = threading.Lock()
+
+
+def _vocabulary(conn: Connection) -> list[tuple[str, int]]:
+    """The index's stems by page count, sorted; read once per process and kept until the
+    index changes (ts_stat reads every tsvector: about a second per 10,000 pages)."""
+    key = str(conn.engine.url)
+    row = conn.execute(_FINGERPRINT).one()
+    fingerprint = (int(row[0]), int(row[1]))
+    with _lock:
+        cached = _vocabularies.get(key)
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
+    words = sorted((str(w), int(n)) for w, n in conn.execute(_VOCABULARY))
+    with _lock:
+        _vocabularies[key] = (fingerprint, words)
+    return words
+
+
+def _stem(conn: Connection, word: str) -> str:
+    """`word` as the index stores it (english stem)."""
+    found = conn.execute(
+        text(f"SELECT strip(to_tsvector('{CONFIG}', :w))::text"), {"w": normalized(word)}
+    ).scalar_one()
+    stems = str(found).replace("'", " ").split()
+    return stems[0] if stems else word.casefold()
+
+
+def _correct(conn: Connection, terms: list[lexical.Term]) -> list[lexical.Term]:
+    """The terms with each word that matches no page replaced by the closest stem of the
+    index's vocabulary (1 edit apart, 2 for long stems; the most frequent wins), as
+    fts._correct does on SQLite."""
+    vocabulary: list[tuple[str, int]] | None = None
+    for word in lexical.words_of(terms):
+        folded = word.casefold()
+        if len(folded) < 4 or not folded.isalpha() or not folded.isascii():
+            continue
+        if conn.execute(_EXISTS, {"q": to_tsquery('"' + word + '"') or "''"}).first():
+            continue
+        stemmed = _stem(conn, folded)
+        if vocabulary is None:
+            vocabulary = _vocabulary(conn)
+        limit = 1 if len(stemmed) < 6 else 2
+        best: tuple[int, int, str] | None = None
+        prefix = stemmed[:2]
+        for term, docs in _prefixed(vocabulary, prefix)[:_MAX_SPELLING_CANDIDATES]:
+            distance = lexical.edit_distance(stemmed, term, limit)
+            if distance <= limit and (best is None or (distance, -docs) < best[:2]):
+                best = (distance, -docs, term)
+        if best is not None:
+            terms = lexical.replace_word(terms, word, best[2])
+    return terms
+
+
+def _prefixed(vocabulary: Sequence[tuple[str, int]], prefix: str) -> Sequence[tuple[str, int]]:
+    """The entries of sorted `vocabulary` whose word starts with `prefix`."""
+    from bisect import bisect_left
+
+    start = bisect_left(vocabulary, (prefix, -1))
+    end = bisect_left(vocabulary, (prefix + "\uffff", -1))
+    return vocabulary[start:end]
