@@ -1,6 +1,6 @@
 """Relevance of local search: hit@1, hit@5 and MRR@10 per kind of query, per tier.
 
-Usage: python -m bench.bench_relevance [--json]
+Usage: python -m bench.bench_relevance [--json] [--pg-url postgresql://USER@HOST:PORT/DB]
 
 The suite is tests/data/relevance.json: queries written by reading pages of tests/data/corpus
 (the 633-page subset a clone has), in five kinds (paraphrased questions, keywords, API
@@ -10,10 +10,13 @@ Tiers, all built in this run from the same documents:
 - bare FTS5: the baseline, one own-content FTS5 row per chunk (unicode61, no stemming; title
   and description on every chunk, as before migration 0007), queried with an OR of the
   query's words, ranked by bm25, documents in the order their first chunk appears;
+- lexical PostgreSQL: the same ranking on a PostgreSQL store (tsvector, ts_rank), when a
+  server is given (--pg-url or $DK_MIRROR_BENCH_PG_URL; a scratch database is made there);
 - hybrid: when the semantic extra provides `mirror.service.search.hybrid_ranking`, the same
   metrics for it (HYBRID below is the hook; it is skipped while that function is absent).
 tests/test_relevance.py fails when the lexical tier falls below the levels recorded in the
-suite's `recorded` field; rerun this with --json to see the figures to record.
+suite's `recorded` field (on PostgreSQL: `recorded_postgresql`); rerun this with --json to see
+the figures to record.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from mirror.models import Document
 from mirror.records import read_documents
 from mirror.search.chunking import chunk_markdown
 from mirror.store.store import Store
+
+from .pg_scratch import add_pg_option, scratch_database
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "data" / "relevance.json"
@@ -61,9 +66,10 @@ def load_suite(path: Path = SUITE) -> list[Query]:
     ]
 
 
-def recorded(path: Path = SUITE) -> dict[str, dict[str, float]]:
-    """The lexical tier's recorded levels, by kind (and "all")."""
-    levels: dict[str, dict[str, float]] = json.loads(path.read_text(encoding="utf-8"))["recorded"]
+def recorded(path: Path = SUITE, backend: str = "sqlite") -> dict[str, dict[str, float]]:
+    """The lexical tier's recorded levels on `backend`, by kind (and "all")."""
+    key = "recorded" if backend == "sqlite" else f"recorded_{backend}"
+    levels: dict[str, dict[str, float]] = json.loads(path.read_text(encoding="utf-8"))[key]
     return levels
 
 
@@ -161,13 +167,26 @@ def _no_upstream() -> Any:
     raise RuntimeError("the relevance bench runs offline")
 
 
+PG_TIER = "lexical PostgreSQL"
+
+
 @contextmanager
-def tiers(folder: Path) -> Iterator[dict[str, Ranker]]:
-    """Each tier as a ranker over a store of the corpus built in `folder`."""
-    docs = corpus_documents()
-    store = Store.open(f"sqlite:///{folder / 'relevance.sqlite3'}")
+def corpus_store(url: str, docs: Sequence[Document]) -> Iterator[Store]:
+    """A store at `url` holding `docs`."""
+    store = Store.open(url)
     try:
         store.put(docs, fetched_at=0.0, upstream="relevance")
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def tiers(folder: Path, pg_url: str | None = None) -> Iterator[dict[str, Ranker]]:
+    """Each tier as a ranker over a store of the corpus built in `folder` (and the lexical
+    tier on PostgreSQL too, in a scratch database on `pg_url`'s server, when given)."""
+    docs = corpus_documents()
+    with corpus_store(f"sqlite:///{folder / 'relevance.sqlite3'}", docs) as store:
         found: dict[str, Ranker] = {
             "lexical": lexical(store),
             "bare FTS5 OR": Bare(folder / "bare.sqlite3", docs),
@@ -175,18 +194,22 @@ def tiers(folder: Path) -> Iterator[dict[str, Ranker]]:
         semantic = hybrid(store)
         if semantic is not None:
             found["hybrid"] = semantic
-        yield found
-    finally:
-        store.close()
+        if pg_url is None:
+            yield found
+            return
+        with scratch_database(pg_url, "relevance") as url, corpus_store(url, docs) as pg:
+            found[PG_TIER] = lexical(pg)
+            yield found
 
 
 def main() -> None:
     """Print the metrics of every tier, per kind."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_pg_option(parser)
     args = parser.parse_args()
     queries = load_suite()
-    with tempfile.TemporaryDirectory() as tmp, tiers(Path(tmp)) as rankers:
+    with tempfile.TemporaryDirectory() as tmp, tiers(Path(tmp), args.pg_url) as rankers:
         results = {name: metrics(queries, rank) for name, rank in rankers.items()}
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))

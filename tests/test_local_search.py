@@ -20,6 +20,9 @@ from mirror.search.lexical import all_of, any_of, query_terms
 from mirror.store import fts, index
 from mirror.store.schema import documents
 from mirror.store.store import Store
+from tests.search_backends import BACKENDS, fts_rows, index_entries, module_store_url
+
+pytestmark = pytest.mark.both_backends
 
 CHROME = "developer.chrome.com"
 TF = "www.tensorflow.org"
@@ -49,24 +52,25 @@ DOCS = [
 ]
 
 
-def _open(path: Path) -> Store:
-    store = Store.open(f"sqlite:///{path / 'store.sqlite3'}")
+def _open(url: str) -> Store:
+    store = Store.open(url)
     store.put(DOCS, fetched_at=0.0, upstream="test")
     return store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = _open(tmp_path)
+def store(db_url: str) -> Iterator[Store]:
+    opened = _open(db_url)
     yield opened
     opened.close()
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    opened = _open(tmp_path_factory.mktemp("search"))
-    yield opened
-    opened.close()
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared(request: pytest.FixtureRequest) -> Iterator[Store]:
+    with module_store_url(request, "search") as url:
+        opened = _open(url)
+        yield opened
+        opened.close()
 
 
 def _names(hits: list[index.LocalHit]) -> list[str]:
@@ -74,26 +78,17 @@ def _names(hits: list[index.LocalHit]) -> list[str]:
 
 
 def _indexed(store: Store, name: str) -> bool:
-    """Whether a document has an entry in the index (search_docs and the FTS row it names)."""
-    with store.engine.connect() as conn:
-        return bool(
-            conn.execute(
-                text(
-                    "SELECT count(*) FROM search_docs AS s JOIN doc_fts_docsize AS f "
-                    "ON f.id = s.id WHERE s.name = :name"
-                ),
-                {"name": name},
-            ).scalar_one()
-        )
+    """Whether a document has an entry in the index (search_docs and the words it names)."""
+    return bool(index_entries(store, name))
 
 
 def _counts(store: Store) -> tuple[int, int, int]:
-    """Documents, index entries, FTS rows."""
+    """Documents, index entries, full-text rows."""
     with store.engine.connect() as conn:
         return (
             conn.execute(text("SELECT count(*) FROM documents")).scalar_one(),
             conn.execute(text("SELECT count(*) FROM search_docs")).scalar_one(),
-            conn.execute(text("SELECT count(*) FROM doc_fts_docsize")).scalar_one(),
+            fts_rows(store),
         )
 
 
@@ -179,6 +174,7 @@ def test_where_clause_restricts_results(store: Store) -> None:
     assert _names(tf) == ["keras", "saved"]
 
 
+@pytest.mark.sqlite_only  # FTS5's candidate loop; PostgreSQL joins the filter into one query
 def test_a_selective_filter_looks_past_the_first_candidates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -203,8 +199,21 @@ def test_a_selective_filter_looks_past_the_first_candidates(
         store.close()
 
 
-def test_ties_break_by_name_and_pages_follow_on(tmp_path: Path) -> None:
-    store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
+def test_a_selective_filter_ranks_only_what_passes(db_url: str) -> None:
+    store = Store.open(db_url)
+    try:
+        many = [_doc(f"p{i:02}", "Otters", "# Otters\n\notter " * 3) for i in range(30)]
+        rare = _doc("rare", "Rivers", "# Rivers\n\n" + "water " * 300 + "otter", TF)
+        store.put([*many, rare], fetched_at=0.0, upstream="test")
+        hits = store.search_local("otter", where=filters.parse(f'data_source = "{TF}"'))
+        assert _names(hits) == ["rare"]
+        assert len(store.rank_documents("otter", limit=50)) == 31
+    finally:
+        store.close()
+
+
+def test_ties_break_by_name_and_pages_follow_on(db_url: str) -> None:
+    store = Store.open(db_url)
     try:
         same = "# Same\n\nidentical text about badgers"
         store.put(

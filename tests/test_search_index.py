@@ -8,16 +8,17 @@ in the store. Results are grouped by document: at most two chunks of a page, its
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from mirror.models import Document
 from mirror.search import lexical
 from mirror.store.store import Store
+
+pytestmark = pytest.mark.both_backends
 
 SOURCE = "developer.chrome.com"
 
@@ -69,8 +70,8 @@ DOCS = [
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(f"sqlite:///{tmp_path / 'index.sqlite3'}")
+def store(db_url: str) -> Iterator[Store]:
+    opened = Store.open(db_url)
     opened.put(DOCS, fetched_at=0.0, upstream="test")
     yield opened
     opened.close()
@@ -129,10 +130,10 @@ def test_stopwords_fit_docs() -> None:
 
 def test_the_index_holds_no_copy_of_the_text(store: Store) -> None:
     with store.engine.connect() as conn:
-        tables = {
-            r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))
-        }
+        tables = set(inspect(conn).get_table_names())
         assert "doc_fts_content" not in tables and "chunks" not in tables
+        columns = {c["name"] for c in inspect(conn).get_columns("search_docs")}
+        assert not columns & {"title", "description", "body", "content"}
         side = conn.execute(
             text("SELECT sum(length(headings) + length(side)) FROM search_docs")
         ).scalar_one()
@@ -140,16 +141,28 @@ def test_the_index_holds_no_copy_of_the_text(store: Store) -> None:
     assert side < content / 2
 
 
-def test_check_finds_a_damaged_index_and_rebuild_repairs_it(store: Store, tmp_path: Path) -> None:
+def test_check_finds_a_damaged_index_and_rebuild_repairs_it(store: Store) -> None:
     assert not store.check_index().stale
-    raw = sqlite3.connect(tmp_path / "index.sqlite3")
-    # What a write that bypassed the triggers would leave: an entry without its document row
-    # in search_docs, and one document not indexed at all.
-    raw.execute("DELETE FROM search_docs WHERE name LIKE '%/sea'")
-    raw.commit()
-    raw.close()
+    with store.engine.begin() as conn:
+        # What a write that bypassed the triggers would leave. SQLite: an FTS row without its
+        # search_docs row, and one document not indexed at all. PostgreSQL (the words live in
+        # the search_docs row): one document not indexed, and one whose words are not its text.
+        conn.execute(text("DELETE FROM search_docs WHERE name LIKE '%/sea'"))
+        if store.engine.dialect.name == "postgresql":
+            conn.execute(
+                text(
+                    "UPDATE search_docs SET words = to_tsvector('english', 'ghost words') "
+                    "WHERE name LIKE '%/ident'"
+                )
+            )
     state = store.check_index()
-    assert state.stale and state.indexed == len(DOCS) - 1 and state.orphans == 1
+    assert state.stale and state.indexed == len(DOCS) - 1
+    if store.engine.dialect.name == "postgresql":
+        assert not state.consistent and state.orphans == 0
+        assert "ident" not in _names(store.search_local("getUserMedia"))
+        assert "ident" in _names(store.search_local("ghost words"))  # what check found
+    else:
+        assert state.orphans == 1
     assert "sea" not in _names(store.search_local("sea otters"))  # never a ghost entry
     assert store.rebuild_index() == len(DOCS)
     state = store.check_index()
@@ -184,11 +197,11 @@ def test_index_commands(cli_offline, tmp_path: Path) -> None:  # type: ignore[no
     assert rebuilt.exit_code == 0 and "indexed 50 documents" in rebuilt.stderr
 
 
-def test_offline_pages_through_the_service_are_grouped_and_follow_on(tmp_path: Path) -> None:
+def test_offline_pages_through_the_service_are_grouped_and_follow_on(db_url: str) -> None:
     from mirror.config import Settings
     from mirror.service import Mirror
 
-    url = f"sqlite:///{tmp_path / 'index.sqlite3'}"
+    url = db_url
     Store.open(url).close()
     with Mirror(Settings(db_url=url, offline=True)) as mirror:
         mirror.import_sample()  # ordinary pages around the test's own
@@ -207,6 +220,7 @@ def test_offline_pages_through_the_service_are_grouped_and_follow_on(tmp_path: P
         assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.sqlite_only  # spies on fts.py; PostgreSQL's plan is tested below
 def test_a_common_match_is_ranked_in_the_head_index_first(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -228,3 +242,33 @@ def test_a_common_match_is_ranked_in_the_head_index_first(
     # three, so every match is ranked.
     assert set(_names(store.search_local("fish", limit=3))) == {"otters", "sea"}
     assert ranked == ["head", "head", "all"]
+
+
+def test_a_common_match_is_ranked_in_the_head_words_first_on_postgresql(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not db_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's plan (SQLite's is tested above)")
+    from mirror.store import pg_search
+
+    store = Store.open(db_url)
+    try:
+        store.put(DOCS, fetched_at=0.0, upstream="test")
+        ranked: list[str] = []
+        real = pg_search._RANKED
+
+        class Spy(dict):  # type: ignore[type-arg]
+            def __getitem__(self, column: str):  # type: ignore[no-untyped-def]
+                ranked.append("head" if column == pg_search.HEAD_WORDS else "all")
+                return real[column]
+
+        monkeypatch.setattr(pg_search, "_RANKED", Spy(real))
+        monkeypatch.setattr(pg_search, "COMMON", 2)  # "otters" is in two pages: common here
+        assert sorted(_names(store.search_local("otters", limit=2))) == ["otters", "sea"]
+        assert ranked == ["head"]  # title, headings and description fill the page
+        ranked.clear()
+        # "fish" is in one heading: the heads do not fill a page of three; every match ranks.
+        assert set(_names(store.search_local("fish", limit=3))) == {"otters", "sea"}
+        assert ranked == ["head", "all"]
+    finally:
+        store.close()

@@ -14,6 +14,8 @@ from mirror.search.extractive import LABEL
 from tests.conftest import seed, stored
 from tests.emulator import Fault
 
+pytestmark = pytest.mark.both_backends
+
 SEARCH = "/v1/documents:searchDocumentChunks"
 ANSWER = "/v1:answerQuery"
 

@@ -297,6 +297,9 @@ def test_doctor_and_index_commands_report_the_semantic_tier(
     assert line.split()[0] == "ok"
     assert f"on: all-MiniLM-L6-v2 ({model.MODEL_PACKAGE} {model.status().version})" in line
     assert "3 documents embedded" in line
+    # Where the vectors live, and on PostgreSQL what stands in for pgvector.
+    assert "ranked in numpy" in line
+    assert ("pgvector is not used" in line) == db_url.startswith("postgresql")
     again = CliRunner().invoke(cli, ["index", "update", "--json"])
     assert json.loads(again.stdout)["embedded"] == 0  # only what is new
 

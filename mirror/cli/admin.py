@@ -178,6 +178,7 @@ def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
         return rows
     store = health.store
     rows.append(("ok", "store", store.url))
+    rows.append(_search_row(store.dialect, store.search_index))
     level = "ok" if store.revision == store.expected_revision else "warn"
     rows.append(
         (level, "schema", f"revision {store.revision} (expected {store.expected_revision})")
@@ -193,6 +194,19 @@ def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
     else:
         rows.append(("ok", "integrity", "quick_check ok"))
     return rows
+
+
+def _search_row(dialect: str, indexed: bool) -> tuple[str, str, str]:
+    """Which machinery local search runs on in this store."""
+    if not indexed:
+        return ("warn", "search", "no local search index: run `dk-mirror db upgrade`")
+    if dialect == "postgresql":
+        return (
+            "ok",
+            "search",
+            "PostgreSQL full-text search: tsvector (english stemming), GIN index, ts_rank",
+        )
+    return ("ok", "search", "SQLite FTS5 (porter stemming, bm25)")
 
 
 def _semantic_row(mirror: Mirror) -> tuple[str, str, str]:

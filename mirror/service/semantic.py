@@ -23,6 +23,21 @@ class SemanticStatus:
     built_for: str | None
     vectors: int
     pending: int
+    # The store's database: where the vectors live and what ranks them (`vector_storage`).
+    dialect: str = "sqlite"
+
+    @property
+    def vector_storage(self) -> str:
+        """Where the vectors are kept and searched, for `doctor` (the issue asks to say what
+        is used where pgvector is not)."""
+        if self.dialect == "postgresql":
+            # Debian 12 packages no pgvector for PostgreSQL 15 (postgresql-15-pgvector does not
+            # exist in bookworm), so the vectors stay in the same table shape as on SQLite.
+            return (
+                "vectors as int8 bytes in doc_vectors (bytea), ranked in numpy; "
+                "pgvector is not used (Debian 12 does not package it for PostgreSQL 15)"
+            )
+        return "vectors as int8 bytes in doc_vectors, ranked in numpy"
 
     @property
     def on(self) -> bool:
@@ -50,7 +65,9 @@ class SemanticStatus:
             )
         waiting = f", {self.pending} waiting (run `dk-mirror index update`)" if self.pending else ""
         level = "warn" if self.pending else "ok"
-        return level, f"on: {name}, {self.vectors} documents embedded{waiting}"
+        return level, (
+            f"on: {name}, {self.vectors} documents embedded{waiting}; {self.vector_storage}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """For `doctor --json` and `index --json`."""
@@ -63,6 +80,7 @@ class SemanticStatus:
             "builtFor": self.built_for,
             "vectors": self.vectors,
             "pending": self.pending,
+            "vectorStorage": self.vector_storage,
         }
 
 
@@ -70,7 +88,9 @@ def status(ctx: Context) -> SemanticStatus:
     """Where the semantic tier stands (cheap without the extra: no model is loaded)."""
     info = model.status()
     facts = ctx.store.semantic_facts(info.key)
-    return SemanticStatus(info, facts.model, facts.vectors, facts.pending)
+    # The cold-start Reader opens SQLite files only; a URL names its backend by its scheme.
+    dialect = "postgresql" if ctx.store.url.startswith("postgresql") else "sqlite"
+    return SemanticStatus(info, facts.model, facts.vectors, facts.pending, dialect)
 
 
 def index(ctx: Context, *, rebuild: bool = False, progress: Progress | None = None) -> int:

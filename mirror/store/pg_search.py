@@ -19,6 +19,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+# SQLAlchemy compiles func.to_tsquery only once its PostgreSQL dialect module has registered
+# the text-search functions; importing it here makes that independent of import order.
+import sqlalchemy.dialects.postgresql  # noqa: F401
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
@@ -43,10 +46,12 @@ from .schema_pg_index import HEAD_WORDS, WORDS
 # ts_rank's weights for the labels D, C, B, A: body and side column, description, headings,
 # title. The ratios of SQLite's bm25 weights (1, 2, 3, 8), scaled so the title counts 1.
 WEIGHTS = "{0.125, 0.25, 0.375, 1.0}"
-# ts_rank normalization: 1 divides by 1 + log(document length), so a long page that mentions
-# a word in passing does not outrank a short page about it; 32 maps the rank into [0, 1)
-# (rank / (rank + 1)), which is the score shown.
-NORMALIZATION = 1 | 32
+# ts_rank normalization 32 alone: rank / (rank + 1), the score shown, in [0, 1), and no length
+# normalization. Measured on tests/data/relevance.json (74 queries, hit@1 / hit@5 / MRR@10):
+# 0.89 / 0.96 / 0.93 with these weights and no length normalization (as SQLite's bm25); 0.82 /
+# 0.95 / 0.88 dividing by 1 + log(length) (flag 1); 0.37 / 0.69 / 0.51 by length (flag 2);
+# ts_rank_cd (cover density) at best 0.73 / 0.95 / 0.81.
+NORMALIZATION = 32
 # Matches of at least this many pages are ranked in head_words first (as fts.COMMON).
 COMMON = 2000
 _MAX_SPELLING_CANDIDATES = 20_000
