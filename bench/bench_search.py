@@ -1,6 +1,7 @@
 """Local search at scale: index build rate, store size, and query latency next to bare FTS5.
 
 Usage: python -m bench.bench_search [--docs 50000] [--queries 300] [--dir PATH] [--keep]
+                                    [--pg-url postgresql://USER@HOST:PORT/DB]
        python -m bench.bench_search --reuse DIR   # time the queries again on kept stores
 1. Build rate (documents/s) for the shared corpus (English Chrome + TensorFlow), next to the
    same import with indexing switched off, then for N synthetic documents generated
@@ -12,6 +13,9 @@ Usage: python -m bench.bench_search [--docs 50000] [--queries 300] [--dir PATH] 
    phrases and uniformly drawn words, next to a bare FTS5 baseline built in the same run from
    the same documents: the previous design, one own-content FTS5 row per chunk (title and
    description repeated) queried with `MATCH ? ORDER BY bm25 LIMIT 10` (AND, then OR if empty).
+With --pg-url (or $DK_MIRROR_BENCH_PG_URL) the same documents are also put in a scratch
+PostgreSQL database on that server (tsvector index), and its build rate and search_local
+p50/p99 print next to SQLite's, with the ratio, from the same run (PostgreSQL issue).
 Targets (search issue): p99 <= 30 ms for lexical search including the most common words.
 Disk: about 2 GB at 50,000 documents, in a temporary folder removed at the end (unless --keep).
 """
@@ -39,6 +43,8 @@ from mirror.search.chunking import chunk_markdown
 from mirror.search.lexical import STOPWORDS
 from mirror.store import index
 from mirror.store.store import Store
+
+from .pg_scratch import add_pg_option, scratch_database
 
 BATCH = 500
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
@@ -258,9 +264,11 @@ def main() -> None:
         "--reuse", type=Path, default=None, help="time the queries on stores kept by --keep"
     )
     add_corpus_option(parser)
+    add_pg_option(parser)
     args = parser.parse_args()
     real = corpus(args.corpus)
     if args.reuse:
+        args.pg_url = None  # nothing of PostgreSQL is kept between runs
         queries(
             args, Synthetic(real), args.reuse / "synthetic.sqlite3", args.reuse / "bare.sqlite3"
         )
@@ -268,7 +276,12 @@ def main() -> None:
     megabytes = sum(len((d.content or "").encode()) for d in real) / 1e6
     tmp = tempfile.mkdtemp(dir=args.dir)
     try:
-        run(args, real, megabytes, Path(tmp))
+        if args.pg_url:
+            with scratch_database(args.pg_url, "search") as url:
+                args.pg_store = url
+                run(args, real, megabytes, Path(tmp))
+        else:
+            run(args, real, megabytes, Path(tmp))
     finally:
         if args.keep:
             print(f"stores kept in {tmp}")
@@ -288,6 +301,10 @@ def run(args: argparse.Namespace, real: list[Document], megabytes: float, tmp: P
         f"without the index (indexing costs {indexed / plain:.2f}x)"
     )
     synthetic = Synthetic(real)
+    pg_url = getattr(args, "pg_store", None)
+    if pg_url:
+        seconds = build(pg_url, (synthetic.document(i) for i in range(args.docs)))
+        print(f"PostgreSQL synthetic build: {args.docs:,} docs {args.docs / seconds:,.0f} docs/s")
     db = tmp / "synthetic.sqlite3"
     bare = Bare(tmp / "bare.sqlite3")
     markdown = 0
@@ -331,8 +348,10 @@ def run(args: argparse.Namespace, real: list[Document], megabytes: float, tmp: P
 
 
 def queries(args: argparse.Namespace, synthetic: Synthetic, db: Path, bare_db: Path) -> None:
-    """Time the query mixes on the built store and baseline."""
+    """Time the query mixes on the built store and baseline (and on PostgreSQL, if built)."""
     store = Store.open(f"sqlite:///{db}")
+    pg_url = getattr(args, "pg_store", None)
+    pg = Store.open(pg_url) if pg_url else None
     print(f"{args.queries} queries per kind; a page of {LIMIT} results")
     common = [w for w in synthetic.words if w.lower() not in STOPWORDS][:50]
     mixes = [
@@ -348,7 +367,23 @@ def queries(args: argparse.Namespace, synthetic: Synthetic, db: Path, bare_db: P
             f"bare FTS5 p50 {ms(pct(bare, 50))} p99 {ms(pct(bare, 99))} "
             f"(target p99 <= 30 ms)"
         )
+        if pg is not None:
+            theirs = pg_latency(pg, mix)
+            print(
+                f"{'':22} PostgreSQL   p50 {ms(pct(theirs, 50))} p99 {ms(pct(theirs, 99))} "
+                f"({pct(theirs, 50) / pct(ours, 50):.1f}x / {pct(theirs, 99) / pct(ours, 99):.1f}x "
+                "SQLite's search_local)"
+            )
     store.close()
+    if pg is not None:
+        pg.close()
+
+
+def pg_latency(store: Store, queries: list[str]) -> list[float]:
+    """Seconds per search_local query on a PostgreSQL store (after the same warm-up)."""
+    for query in queries[:20]:
+        store.search_local(query, limit=LIMIT)
+    return [_time(functools.partial(store.search_local, q, limit=LIMIT)) for q in queries]
 
 
 if __name__ == "__main__":

@@ -86,7 +86,12 @@ _RANKED = {column: _ranked(column) for column in (WORDS, HEAD_WORDS)}
 _COUNT = select(func.count()).select_from(
     select(search_docs.c.id).where(_matching(WORDS)).limit(bindparam("n")).subquery()
 )
-_EXISTS = select(search_docs.c.id).where(_matching(WORDS)).limit(1)
+# Which of a query's words match no page, in one round trip: one EXISTS (a GIN lookup) each.
+_MISSING = text(
+    "SELECT array_agg(w.word) FROM unnest(CAST(:words AS text[]), CAST(:queries AS text[])) "
+    f"AS w(word, q) WHERE NOT EXISTS (SELECT 1 FROM search_docs WHERE {WORDS} @@ "
+    f"to_tsquery('{CONFIG}', w.q))"
+)
 
 RankedRow = tuple[int, float, str]
 
@@ -220,14 +225,14 @@ def _correct(conn: Connection, terms: list[lexical.Term]) -> list[lexical.Term]:
     """The terms with each word that matches no page replaced by the closest stem of the
     index's vocabulary (1 edit apart, 2 for long stems; the most frequent wins), as
     fts._correct does on SQLite."""
+    words = [w for w in lexical.words_of(terms) if len(w) >= 4 and w.isalpha() and w.isascii()]
+    if not words:
+        return terms
+    queries = [to_tsquery('"' + w + '"') for w in words]
+    missing = conn.execute(_MISSING, {"words": words, "queries": queries}).scalar_one() or []
     vocabulary: list[tuple[str, int]] | None = None
-    for word in lexical.words_of(terms):
-        folded = word.casefold()
-        if len(folded) < 4 or not folded.isalpha() or not folded.isascii():
-            continue
-        if conn.execute(_EXISTS, {"q": to_tsquery('"' + word + '"') or "''"}).first():
-            continue
-        stemmed = _stem(conn, folded)
+    for word in missing:
+        stemmed = _stem(conn, word.casefold())
         if vocabulary is None:
             vocabulary = _vocabulary(conn)
         limit = 1 if len(stemmed) < 6 else 2
