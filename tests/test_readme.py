@@ -95,12 +95,13 @@ def test_every_command_and_option_shown_exists():
 
 def test_environment_variables_in_readme_are_the_ones_the_code_reads():
     from bench.common import CORPUS_ENV
+    from bench.pg_scratch import PG_URL_ENV
     from mirror import config
 
     documented = set(re.findall(r"`((?:DK_MIRROR|DEVELOPER_KNOWLEDGE)_[A-Z_]+)", README))
     in_code = {v for k, v in vars(config).items() if k.startswith("ENV_") and k != "ENV_VARS"}
     assert in_code == set(config.ENV_VARS)
-    assert documented == in_code | {CORPUS_ENV}  # the last is bench/'s
+    assert documented == in_code | {CORPUS_ENV, PG_URL_ENV}  # the last two are bench/'s
 
 
 # A path the README names inside the repository: it starts at a top-level folder, not after
