@@ -337,3 +337,15 @@ def test_match_expressions_contain_only_quoted_words() -> None:
     )
     assert all_of(query_terms("服务工作线程")) == '"服务 务工 工作 作线 线程"'
     assert all_of(query_terms("服")) == '"服"*'
+
+
+def test_a_page_of_many_distinct_words_is_stored_and_found(store: Store) -> None:
+    # ~150,000 distinct words: past PostgreSQL's 1 MB tsvector limit if indexed whole, so
+    # there the index keeps its first words; the write must succeed either way.
+    words = [f"zq{i:06d}x" for i in range(150_000)]
+    big = _doc("big", "Big reference", "# Big reference\n\n" + " ".join(words))
+    store.put([big], fetched_at=1.0, upstream="test")
+    assert store.get_many([big.name])
+    assert _names(store.search_local(words[0])) == ["big"]
+    assert _names(store.search_local("reference")) == ["big"]
+    assert not store.check_index().stale

@@ -10,6 +10,7 @@ as on SQLite, the heading lines and side column. A batch of documents is one sta
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -55,6 +56,40 @@ _DIFFERENT = text(
 )
 
 
+# PostgreSQL refuses a tsvector whose lexemes and positions take more than 1 MB ("string is
+# too long for tsvector"), which a page of ~150,000 distinct words reaches. Each field is cut
+# to a budget first (body 600 KB, heading lines and side column 150 KB each, title and
+# description 50 KB), so the whole row stays under the limit: such a page is searchable by
+# the words of its first few hundred kilobytes, rather than failing the write that stores it.
+BUDGETS = {"title": 50_000, "description": 50_000, "headings": 150_000, "side": 150_000}
+BODY_BUDGET = 600_000
+# Bytes per distinct lexeme besides its text: alignment, position count; 2 per position, at
+# most 256 positions each (PostgreSQL's MAXNUMPOS).
+_LEXEME_OVERHEAD = 3
+_MAX_POSITIONS = 256
+
+
+def fitted(words: str, budget: int) -> str:
+    """The longest prefix of normalized text `words` (ending at a word) whose tsvector needs
+    at most `budget` bytes, estimated from above (every word taken as its own lexeme)."""
+    # Each word costs at most its bytes + 5 (first time) or 2 (again): a text this short fits.
+    if 6 * len(words.encode()) <= budget:
+        return words
+    seen: dict[str, int] = {}
+    size = 0
+    for match in re.finditer(r"\S+", words):
+        word = match.group()
+        count = seen.get(word, 0)
+        if count == 0:
+            size += len(word.encode()) + _LEXEME_OVERHEAD
+        if count < _MAX_POSITIONS:
+            size += 2
+        seen[word] = count + 1
+        if size > budget:
+            return words[: match.start()].rstrip()
+    return words
+
+
 def _columns(docs: Sequence[Document]) -> dict[str, list[str]]:
     """The unnest arrays of these documents' index rows."""
     columns: dict[str, list[str]] = {field: [] for field in _FIELDS}
@@ -66,11 +101,11 @@ def _columns(docs: Sequence[Document]) -> dict[str, list[str]]:
             doc.name,
             lines,
             side,
-            normalized(doc.title or ""),
-            normalized(lines),
-            normalized(doc.description or ""),
-            normalized(content),
-            normalized(side),
+            fitted(normalized(doc.title or ""), BUDGETS["title"]),
+            fitted(normalized(lines), BUDGETS["headings"]),
+            fitted(normalized(doc.description or ""), BUDGETS["description"]),
+            fitted(normalized(content), BODY_BUDGET),
+            fitted(normalized(side), BUDGETS["side"]),
         )
         for field, value in zip(_FIELDS, row, strict=True):
             columns[field].append(value)

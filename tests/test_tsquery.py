@@ -1,0 +1,76 @@
+"""Text and queries for PostgreSQL's full-text search, pure: cut like FTS5's unicode61, and
+every match string the lexical planner makes translated to a tsquery with no user syntax."""
+
+# Cyrillic and CJK test text is deliberate.
+# ruff: noqa: RUF001
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mirror.search.lexical import all_of, any_of, query_terms
+from mirror.search.tsquery import QuerySyntaxError, normalized, to_tsquery
+from mirror.store.pg_index import fitted
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("chrome.runtime.onMessage", "chrome runtime onmessage"),
+        ("service_worker_start()", "service worker start"),
+        ("Émigré CAFÉ", "emigre cafe"),
+        ("e\u0301migre\u0301", "emigre"),
+        ("服务。工作", "服务 工作"),
+        ("Ключ API", "ключ api"),
+        ("ｶﾀｶﾅ", "カタカナ"),  # half-width katakana, as NFKD folds it
+        ("が", "が"),  # a voiced kana keeps its mark
+        ("it's 'quoted' \\ back", "it s quoted back"),
+    ],
+)
+def test_text_is_cut_like_unicode61(text: str, expected: str) -> None:
+    assert normalized(text).split() == expected.split()
+
+
+def _translate(query: str) -> tuple[str, str]:
+    terms = query_terms(query)
+    return to_tsquery(all_of(terms)), to_tsquery(any_of(terms))
+
+
+def test_match_strings_become_tsqueries() -> None:
+    assert _translate("chrome.runtime.onMessage") == (
+        "'chrome runtime onmessage'",
+        "('chrome runtime onmessage' | 'chrome' | 'runtime' | 'onmessage' | 'on' | 'message')",
+    )
+    assert _translate("walrus keras") == ("('walrus' & 'keras')", "('walrus' | 'keras')")
+    assert _translate("服务工作线程")[0] == "'服务 务工 工作 作线 线程'"
+    assert _translate("服") == ("'服':*", "'服':*")
+    # A word of marks alone has nothing searchable left: it drops out with its operator.
+    assert _translate("walrus \u0301")[0] == "'walrus'"
+    assert to_tsquery('"\u0301"') == ""
+
+
+@pytest.mark.parametrize("match", ['"a" AND', '("a"', "NEAR(a b)", '"a" OR OR "b"', "a"])
+def test_strings_the_planner_never_makes_are_refused(match: str) -> None:
+    with pytest.raises(QuerySyntaxError):
+        to_tsquery(match)
+
+
+@given(st.text(max_size=200))
+def test_any_query_translates_to_quoted_operands_only(query: str) -> None:
+    for translated in _translate(query) if query_terms(query) else ():
+        # Outside quotes only operators, parentheses, prefix marks and spaces remain.
+        outside = translated.split("'")[0::2]
+        assert all(set(part) <= set(" &|():*") for part in outside), translated
+        inside = translated.split("'")[1::2]
+        assert all(word.strip() and "\\" not in word for word in inside), translated
+
+
+def test_a_huge_page_is_cut_to_fit_the_tsvector_limit() -> None:
+    short = "walrus " * 1000
+    assert fitted(short, 600_000) == short
+    distinct = " ".join(f"w{i:07d}" for i in range(200_000))
+    cut = fitted(distinct, 600_000)
+    assert distinct.startswith(cut) and 40_000 < len(cut.split()) < 60_000
+    assert not cut.endswith(" ")
