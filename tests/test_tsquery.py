@@ -1,9 +1,6 @@
 """Text and queries for PostgreSQL's full-text search, pure: cut like FTS5's unicode61, and
 every match string the lexical planner makes translated to a tsquery with no user syntax."""
 
-# Cyrillic and CJK test text is deliberate.
-# ruff: noqa: RUF001
-
 from __future__ import annotations
 
 import pytest
