@@ -62,19 +62,16 @@ def normalized(text: str) -> str:
 _TOKEN = re.compile(r'\s*(?:"((?:[^"]|"")*)"(\*?)|(AND|OR)\b|([()]))')
 
 
-class QuerySyntaxError(ValueError):
-    """An FTS5 match string outside what the lexical planner produces."""
-
-
 def to_tsquery(match: str) -> str:
     """The tsquery text for an FTS5 match string of quoted phrases joined by AND and OR (in
     parentheses): phrases become quoted tsquery phrases (`<->` between their words), `AND` `&`,
     `OR` `|`. A phrase with nothing searchable left is dropped with its operator; '' when
-    nothing is left at all."""
+    nothing is left at all. ValueError for a string the lexical planner never makes (a bug
+    there, not user input: user text only ever reaches here inside quotes)."""
     tokens = _tokens(match)
     out, end = _expression(tokens, 0)
     if end != len(tokens):
-        raise QuerySyntaxError(f"unexpected {tokens[end]!r} in {match[:80]!r}")
+        raise ValueError(f"unexpected {tokens[end]!r} in {match[:80]!r}")
     return out
 
 
@@ -84,7 +81,7 @@ def _tokens(match: str) -> list[str]:
     while pos < len(match.rstrip()):
         found = _TOKEN.match(match, pos)
         if found is None:
-            raise QuerySyntaxError(f"cannot translate {match[pos : pos + 40]!r}")
+            raise ValueError(f"cannot translate {match[pos : pos + 40]!r}")
         phrase, star, keyword, paren = found.groups()
         if phrase is not None:
             words = " ".join(normalized(phrase.replace('""', '"')).split())
@@ -121,15 +118,15 @@ def _conjunction(tokens: list[str], pos: int) -> tuple[str, int]:
 
 def _operand(tokens: list[str], pos: int) -> tuple[str, int]:
     if pos >= len(tokens):
-        raise QuerySyntaxError("the match string ends where a phrase was expected")
+        raise ValueError("the match string ends where a phrase was expected")
     token = tokens[pos]
     if token == "(":
         inner, pos = _expression(tokens, pos + 1)
         if pos >= len(tokens) or tokens[pos] != ")":
-            raise QuerySyntaxError("unbalanced parenthesis")
+            raise ValueError("unbalanced parenthesis")
         return (f"({inner})" if inner else ""), pos + 1
     if token in ("AND", "OR", ")"):
-        raise QuerySyntaxError(f"unexpected {token!r}")
+        raise ValueError(f"unexpected {token!r}")
     return token, pos + 1
 
 
