@@ -10,7 +10,12 @@ import pytest
 from mirror.config import ENV_HOME, ENV_VARS, Settings
 from mirror.service import Mirror
 
-pytest_plugins = ["tests.emulator_fixtures", "tests.serve_fixtures", "tests.upstream_fixtures"]
+pytest_plugins = [
+    "tests.emulator_fixtures",
+    "tests.postgres_fixtures",
+    "tests.serve_fixtures",
+    "tests.upstream_fixtures",
+]
 
 CANARY_KEY = "AIzaCANARY-5f3c9e1d-never-leak-this-key"
 
@@ -24,9 +29,30 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    """A fresh SQLite file for the test."""
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store for the test: an SQLite file, or (parametrised) a PostgreSQL database."""
+    if getattr(request, "param", "sqlite") == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
     return f"sqlite:///{tmp_path / 'store.sqlite3'}"
+
+
+@pytest.fixture
+def another_db_url(request: pytest.FixtureRequest, db_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Makes more fresh stores on the test's backend, for tests that need two or more."""
+    if db_url.startswith("postgresql"):
+        server = request.getfixturevalue("postgres_server")
+        made: list[str] = []
+
+        def fresh_pg() -> str:
+            made.append(server.fresh_database())
+            return made[-1]
+
+        yield fresh_pg
+        for url in made:
+            server.drop_database(url)
+        return
+    count = iter(range(1, 1000))
+    yield lambda: f"sqlite:///{tmp_path / f'store-{next(count)}.sqlite3'}"
 
 
 def no_wait_retry():  # type: ignore[no-untyped-def]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,12 +38,15 @@ def serve_app() -> Iterator[Callable[..., str]]:
 
 
 @pytest.fixture
-def store_mirror(tmp_path: Path) -> Iterator[Callable[..., Mirror]]:
-    """Mirrors on named store files in the test's folder, closed after the test."""
+def store_mirror(another_db_url: Callable[[], str]) -> Iterator[Callable[..., Mirror]]:
+    """Mirrors on named stores (on the test's backend), closed after the test."""
     made: list[Mirror] = []
+    urls: dict[str, str] = {}
 
     def build(name: str = "served", **fields: Any) -> Mirror:
-        settings = Settings(db_url=f"sqlite:///{tmp_path / name}.sqlite3", **fields)
+        if name not in urls:
+            urls[name] = another_db_url()
+        settings = Settings(db_url=urls[name], **fields)
         mirror = Mirror(settings, retry=no_wait_retry())
         made.append(mirror)
         return mirror

@@ -14,6 +14,9 @@ from mirror.service.crawl import CrawlProgress
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import corpus_documents
 
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 HUB = "documents/www.tensorflow.org/hub"
 HUB_DOCS = sorted(
     d["name"] for d in corpus_documents("tensorflow.org") if d["name"].startswith(HUB + "/")

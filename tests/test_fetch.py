@@ -17,6 +17,9 @@ from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
 from tests.fakes import FakeTime
 
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 DOCS = synthetic_documents(100)
 NAMES = [d["name"] for d in DOCS]
 

@@ -10,6 +10,9 @@ from mirror.policy import Mode
 from tests.conftest import stored
 from tests.emulator import Fault
 
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 BATCH = "/v1/documents:batchGet"
 TF = [
     "documents/www.tensorflow.org/hub/caching",
@@ -208,9 +211,9 @@ def test_google_upstream_without_key_is_refused_before_any_network(db_url):
     assert "DEVELOPER_KNOWLEDGE_API_KEY" in str(caught.value)
 
 
-def test_mcp_transport_serves_the_same_documents(make_mirror, emulator):
+def test_mcp_transport_serves_the_same_documents(make_mirror, emulator, another_db_url):
     rest = make_mirror().get_documents(TF[:2]).documents
-    mcp = make_mirror(transport="mcp", db_url=make_mirror().settings.db_url + "-mcp")
+    mcp = make_mirror(transport="mcp", db_url=another_db_url())
     via_mcp = mcp.get_documents(TF[:2]).documents
     assert [d.content for d in via_mcp] == [d.content for d in rest]
     assert [d.data_source for d in via_mcp] == ["www.tensorflow.org"] * 2

@@ -14,6 +14,9 @@ from mirror.snapshots import format as snapshot
 from mirror.snapshots.read import MAX_PROBLEMS, verify
 from tests.conftest import document_count
 
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 GOOD = "documents/example.com/good"
 # Every one passes the file's own hashes; each is refused by `get` and `import`.
 HOSTILE = [

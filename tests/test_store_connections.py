@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import closing
+
+import pytest
 
 from tests.conftest import open_store
+
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
 
 
 def _read_in_threads(store, names: list[str], count: int) -> list[BaseException]:  # type: ignore[no-untyped-def]
@@ -29,7 +35,11 @@ def _read_in_threads(store, names: list[str], count: int) -> list[BaseException]
 
 
 def test_waves_of_new_threads_never_wait_for_a_connection(sample_mirror):
-    store = open_store(sample_mirror)
+    with closing(open_store(sample_mirror)) as store:
+        _waves_never_wait(store)
+
+
+def _waves_never_wait(store) -> None:  # type: ignore[no-untyped-def]
     names = [s.name for s in store.list_documents(limit=20)]
     # Three waves of 40 new threads, as a server's pool grows, idles and replaces workers:
     # far more distinct threads than the pool has connections.
@@ -45,7 +55,11 @@ def test_waves_of_new_threads_never_wait_for_a_connection(sample_mirror):
 
 
 def test_size_for_keeps_a_connection_per_worker(sample_mirror):
-    store = open_store(sample_mirror)
+    with closing(open_store(sample_mirror)) as store:
+        _keeps_a_connection_per_worker(store)
+
+
+def _keeps_a_connection_per_worker(store) -> None:  # type: ignore[no-untyped-def]
     names = [s.name for s in store.list_documents(limit=5)]
     store.size_for(48)
     assert _read_in_threads(store, names, 48) == []
