@@ -17,12 +17,14 @@ from sqlalchemy import delete, text
 from mirror.models import Document
 from mirror.search import filters
 from mirror.search.lexical import all_of, any_of, query_terms
-from mirror.store import fts, index
+from mirror.store import fts, index, pg_index
 from mirror.store.schema import documents
 from mirror.store.store import Store
 from tests.search_backends import BACKENDS, fts_rows, index_entries, module_store_url
 
 pytestmark = pytest.mark.both_backends
+# The modules that cut heading lines while indexing: SQLite's writer and PostgreSQL's.
+INDEX_WRITERS = (index, pg_index)
 
 CHROME = "developer.chrome.com"
 TF = "www.tensorflow.org"
@@ -119,7 +121,8 @@ def test_changed_content_replaces_the_old_words(store: Store) -> None:
 def test_unchanged_copies_are_not_reindexed(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     chunked: list[str] = []
     real = index.headings
-    monkeypatch.setattr(index, "headings", lambda c: chunked.append(c) or real(c))
+    for writer in INDEX_WRITERS:
+        monkeypatch.setattr(writer, "headings", lambda c: chunked.append(c) or real(c))
     store.put(DOCS, fetched_at=5.0, upstream="again")
     assert chunked == []
     store.put([replace(DOCS[0], title="Walrus feeding")], fetched_at=6.0, upstream="again")
@@ -144,7 +147,8 @@ def test_failed_write_leaves_documents_and_index_unchanged(
             raise RuntimeError("boom")
         return real(content)
 
-    monkeypatch.setattr(index, "headings", failing)
+    for writer in INDEX_WRITERS:
+        monkeypatch.setattr(writer, "headings", failing)
     batch = [
         _doc("walrus", "Walrus care", "# Walrus care\n\nWalruses like clams."),
         _doc("new", "New page", "# New\n\nboom"),

@@ -264,11 +264,11 @@ def test_a_common_match_is_ranked_in_the_head_words_first_on_postgresql(
 
         monkeypatch.setattr(pg_search, "_RANKED", Spy(real))
         monkeypatch.setattr(pg_search, "COMMON", 2)  # "otters" is in two pages: common here
-        assert sorted(_names(store.search_local("otters", limit=2))) == ["otters", "sea"]
+        assert sorted(_names(store.rank_documents("otters", limit=2))) == ["otters", "sea"]
         assert ranked == ["head"]  # title, headings and description fill the page
         ranked.clear()
         # "fish" is in one heading: the heads do not fill a page of three; every match ranks.
-        assert set(_names(store.search_local("fish", limit=3))) == {"otters", "sea"}
+        assert set(_names(store.rank_documents("fish", limit=3))) == {"otters", "sea"}
         assert ranked == ["head", "all"]
     finally:
         store.close()
