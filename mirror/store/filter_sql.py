@@ -20,7 +20,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, Table, and_, false, func, literal, not_, or_
+from sqlalchemy import (
+    BigInteger,
+    BindParameter,
+    ColumnElement,
+    LargeBinary,
+    String,
+    Table,
+    and_,
+    false,
+    func,
+    literal,
+    not_,
+    or_,
+)
 from sqlalchemy.exc import CompileError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -88,6 +101,32 @@ _PG_KEY = (
 )
 
 
+class Utf8(FunctionElement[Any]):
+    """A string column or value compared as its UTF-8 bytes where text cannot hold a NUL
+    character (PostgreSQL): there a filter value holding U+0000 would fail the whole query with
+    "text fields cannot contain NUL", while it is a valid filter that no stored value matches.
+    Used only for values with a NUL, so ordinary comparisons keep using the column's index."""
+
+    name = "utf8_bytes"
+    inherit_cache = True
+
+
+@compiles(Utf8)
+def _utf8_default(element: Utf8, compiler: SQLCompiler, **kw: Any) -> str:
+    (item,) = element.clauses
+    return compiler.process(item, **kw)
+
+
+@compiles(Utf8, "postgresql")
+def _utf8_postgresql(element: Utf8, compiler: SQLCompiler, **kw: Any) -> str:
+    (item,) = element.clauses
+    if isinstance(item, BindParameter) and isinstance(item.value, str):
+        # Bound as bytea: the value's NUL never reaches a text parameter.
+        item = literal(item.value.encode("utf-8"), LargeBinary())
+        return compiler.process(item, **kw)
+    return f"convert_to({compiler.process(item, **kw)}, 'UTF8')"
+
+
 def _column_sql(element: InstantKey, compiler: SQLCompiler, **kw: Any) -> str:
     (column,) = element.clauses
     return compiler.process(column, **kw)
@@ -133,6 +172,13 @@ def to_sql(node: Node, table: Table) -> ColumnElement[bool]:
             compared: ColumnElement[bool] = COMPARE[node.op](
                 InstantKey(column), literal(key, String())
             )
+        elif isinstance(node.value, str) and "\0" in node.value:
+            # Only = and != take strings other than timestamps (filter_syntax.FIELDS).
+            compared = COMPARE[node.op](Utf8(column), Utf8(literal(node.value, String())))
+        elif isinstance(node.value, int):
+            # 64-bit, as the grammar allows: bound as the column's type, a value past 2**31
+            # would fail on PostgreSQL, whose INTEGER is 32-bit ("integer out of range").
+            compared = COMPARE[node.op](column, literal(node.value, BigInteger()))
         else:
             compared = COMPARE[node.op](column, node.value)
         return compared
