@@ -28,6 +28,9 @@ from tests.emulator_fixtures import corpus_documents, synthetic_documents
 from tests.fakes import FakeTime
 from tests.test_pacing import most_in_any_window
 
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 UP = "http://up.test"
 RULE = Rule(10, 9.5, burst=3)  # interval 1.25 s after a burst of 3
 
@@ -114,6 +117,7 @@ def test_each_upstream_and_quota_has_its_own_bucket(two_stores: tuple[Store, Sto
 # -- read-only stores: this process only, said in a log line ----------------------------------
 
 
+@pytest.mark.sqlite_only("a read-only store is an SQLite file on a read-only mount")
 def test_a_read_only_store_paces_in_process_and_says_so(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -135,6 +139,7 @@ def test_a_read_only_store_paces_in_process_and_says_so(
         store.close()
 
 
+@pytest.mark.sqlite_only("a read-only store is an SQLite file on a read-only mount")
 def test_an_online_read_only_mirror_checks_a_snapshot_without_writing(
     db_url: str, emulator: Emulator, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
