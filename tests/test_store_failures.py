@@ -25,6 +25,7 @@ from mirror.service import Mirror
 from mirror.store.store import Store
 
 from . import sandbox
+from .cli_batch import HIDE_MODULES
 
 NAME = read_sample()[0].name
 SECRET = "pw-never-shown"
@@ -95,6 +96,8 @@ class Bad:
     db: str
     setup: str = ""
     says: str = ""
+    # A module the commands' process must not find (psycopg: installed for the PG tests).
+    hide: str = ""
 
 
 def _good_store(folder: Path) -> Path:
@@ -124,7 +127,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 BAD: dict[str, Callable[[Path, Path], Bad]] = {
     "postgres without its driver": lambda tmp, _src: Bad(
-        f"postgresql://dk:{SECRET}@127.0.0.1:9/dk", says="dk-mirror[postgres]"
+        f"postgresql://dk:{SECRET}@127.0.0.1:9/dk", says="dk-mirror[postgres]", hide="psycopg"
     ),
     "unknown scheme": lambda tmp, _src: Bad("foo://somewhere/db", says="'foo'"),
     "not an SQLite file": lambda tmp, _src: Bad(
@@ -185,6 +188,7 @@ def test_every_command_fails_cleanly_on_a_bad_store(
         "DK_MIRROR_HOME": str(tmp_path / "home"),
         "DK_MIRROR_UPSTREAM": emulator.base_url,
         "DEVELOPER_KNOWLEDGE_API_KEY": emulator.api_key,
+        HIDE_MODULES: bad.hide,
     }
     arguments = _arguments(files)
     commands = sorted(arguments)
