@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Column, Connection, ForeignKey, Integer, String, Table, Text, event
+from sqlalchemy import Column, Connection, ForeignKey, Integer, Table, Text, event
 
-from .schema import metadata
+from .schema import NAME, metadata
 from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
 search_docs = Table(
@@ -33,7 +33,7 @@ search_docs = Table(
     Column("id", Integer, primary_key=True),
     Column(
         "name",
-        String(500),
+        NAME,
         ForeignKey("documents.name", ondelete="CASCADE", name="fk_search_docs_document"),
         nullable=False,
         unique=True,
