@@ -65,6 +65,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "index update": [],
         "db status": [],
         "db upgrade": [],
+        "db copy": [f"sqlite:///{out / 'copy.sqlite3'}"],
         "demo": [],
         # --allow-fetch: it writes (without, it serves a read-only store and would not exit).
         "serve": ["--allow-fetch", "--port", "0"],
@@ -84,7 +85,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
 
 # Commands that write to the store (whatever the store, they must be refused by a read-only one).
 # `index check` too: FTS5's integrity check is a command written as an INSERT.
-WRITERS = {"get", "fetch", "crawl", "search", "answer", "import", "db upgrade", "demo", "serve",
+WRITERS = {"get", "fetch", "crawl", "search", "answer", "import", "db upgrade", "db copy", "demo", "serve",
            "snapshot import", "lock", "sync", "refresh", "index check", "index rebuild",
            "index update"}  # fmt: skip
 
