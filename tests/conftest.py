@@ -152,3 +152,16 @@ def document_count(db_url: str) -> int:
         return store.stats().documents
     finally:
         store.close()
+
+
+def query_store(db_url: str, statement: str) -> list[tuple]:  # type: ignore[type-arg]
+    """Rows of one SQL statement run on the store at `db_url`, on either backend (tests look
+    behind the store's interface with plain SQL both databases understand)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(text(statement))]
+    finally:
+        engine.dispose()

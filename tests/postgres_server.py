@@ -78,7 +78,11 @@ class PostgresServer:
             DB_USER,
             "--auth=trust",
             "--encoding=UTF8",
-            "--locale=C",
+            # A natural-language collation, as a team's server has (not C): name order and
+            # prefix ranges must not depend on it (snapshots hash names in code-point order).
+            "--locale=C.UTF-8",
+            "--locale-provider=icu",
+            "--icu-locale=en-US",
             "--no-sync",
         )
         self._check(initdb, "initdb")

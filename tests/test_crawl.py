@@ -5,7 +5,6 @@ simple regular expressions of the test's own, not from the crawler's code."""
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,12 @@ import pytest
 from mirror.config import Settings
 from mirror.service import Mirror
 from mirror.service.crawl import CrawlOptions, CrawlProgress, CrawlReport, make_spec
-from tests.conftest import no_wait_retry
+from tests.conftest import no_wait_retry, query_store
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import corpus_documents
+
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
 
 CORPUS = corpus_documents()
 BY_NAME = {d["name"]: d for d in CORPUS}
@@ -75,9 +77,8 @@ def crawler(db_url: str, upstream: Emulator) -> Iterator[Mirror]:
 
 
 def _frontier(db_url: str) -> dict[str, tuple[int, str, str]]:
-    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
-        rows = conn.execute("SELECT name, depth, state, found_from FROM crawl_frontier")
-        return {name: (depth, state, found) for name, depth, state, found in rows}
+    rows = query_store(db_url, "SELECT name, depth, state, found_from FROM crawl_frontier")
+    return {name: (depth, state, found) for name, depth, state, found in rows}
 
 
 def _asked(upstream: Emulator) -> list[str]:
@@ -128,8 +129,7 @@ def test_missing_names_are_remembered_with_when_and_asked_again_only_on_request(
 ) -> None:
     first = _crawl(crawler, SEED, prefixes=["developer.chrome.com/docs/"], max_depth=1)
     assert first.missing
-    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
-        remembered = dict(conn.execute("SELECT name, first_missing_at FROM missing_documents"))
+    remembered = dict(query_store(db_url, "SELECT name, first_missing_at FROM missing_documents"))
     assert set(remembered) == set(first.missing) and all(t > 0 for t in remembered.values())
 
     upstream.reset()

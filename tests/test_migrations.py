@@ -25,8 +25,10 @@ def _shape(url: str) -> dict[str, list[object]]:
         for table in reflected.sorted_tables:
             pk = set(insp.get_pk_constraint(table.name)["constrained_columns"])
             out[table.name] = [
-                (c.name, str(c.type), bool(c.nullable), c.name in pk) for c in table.columns
-            ]
+                (c.name, str(c.type), getattr(c.type, "collation", None), bool(c.nullable),
+                 c.name in pk)
+                for c in table.columns
+            ]  # fmt: skip
             indexes = [
                 (i["name"], tuple(i["column_names"]), bool(i["unique"]))
                 for i in insp.get_indexes(table.name)
@@ -87,6 +89,26 @@ def test_blank_database_migrates_to_the_code_schema(tmp_path: Path) -> None:
         *schema_counts.TRIGGERS,
     }
     assert objects == _sqlite_objects(direct)
+
+
+def test_blank_postgresql_database_migrates_to_the_code_schema(postgres_server) -> None:  # type: ignore[no-untyped-def]
+    migrated = postgres_server.fresh_database(migrated=False)
+    direct = postgres_server.fresh_database(migrated=False)
+    try:
+        store = Store.open(migrated)  # blank -> head
+        assert store.revision() == SCHEMA_REVISION
+        store.close()
+        engine = create_engine(direct)
+        metadata.create_all(engine)
+        engine.dispose()
+        got = _shape(migrated)
+        assert got.pop("alembic_version")
+        assert got == _shape(direct)
+        # Document names compare by code point whatever the server's locale (migration 0010).
+        assert ("name", 'VARCHAR(500) COLLATE "C"', "C", False, True) in got["documents"]
+    finally:
+        for url in (migrated, direct):
+            postgres_server.drop_database(url)
 
 
 def test_search_index_migration_backfills_stored_documents(tmp_path: Path) -> None:

@@ -28,6 +28,9 @@ from .conftest import no_wait_retry
 from .emulator import Emulator, Fault
 from .emulator_fixtures import synthetic_documents
 
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 COUNT = 500
 CHANGED = [3, 77, 150, 311, 499]
 BASIC, CONTENT = "DOCUMENT_VIEW_BASIC", "DOCUMENT_VIEW_CONTENT"
@@ -137,7 +140,7 @@ def test_refresh_after_five_changes_asks_basic_then_fetches_only_those(
 
 
 def test_an_unchanged_refresh_stores_nothing_and_counts_as_a_check(
-    build, upstream: Emulator, docs: list[dict], db_url: str
+    build, upstream: Emulator, docs: list[dict], db_url: str, tmp_path: Path
 ) -> None:
     now = [1_000_000.0]
     mirror = build(clock=lambda: now[0])
@@ -159,7 +162,7 @@ def test_an_unchanged_refresh_stores_nothing_and_counts_as_a_check(
     assert mirror.refresh(older_than=2 * 86400).selected == 0
     assert upstream.requests == []
     # Re-importing the same records stores nothing new either.
-    records = Path(mirror.settings.db_url.removeprefix("sqlite:///")).with_name("same.jsonl")
+    records = tmp_path / "same.jsonl"
     with records.open("w", encoding="utf-8") as out:
         for doc in docs:
             out.write(json.dumps(doc) + "\n")

@@ -19,6 +19,9 @@ import pytest
 from tests.conftest import stored
 from tests.emulator_mcp import TOOLS, TOOLS_LIST_FILE
 
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 TF = ["documents/www.tensorflow.org/hub/caching", "documents/www.tensorflow.org/hub/installation"]
 SAMPLE = "documents/developer.chrome.com/docs/extensions/migrating"
 REFERENCE = {tool["name"]: tool for tool in TOOLS}
@@ -98,6 +101,7 @@ def check_exercise(seen: dict[str, Any], names: list[str]) -> None:
 # -- in memory ---------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
 def test_in_memory_client_lists_reference_tools_and_calls_each(sample_mirror):
     from mcp import Client
 
@@ -212,6 +216,7 @@ def test_fetch_modes(store_mirror, emulator):
 # -- real HTTP ---------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
 def test_http_client_lists_reference_tools_and_calls_each(sample_mirror, serve_app):
     from mcp import Client
 
@@ -249,6 +254,7 @@ def stdio_env(tmp_path: Path) -> dict[str, str]:
     return {**keep, "DK_MIRROR_HOME": str(tmp_path / "home"), "PYTHONUNBUFFERED": "1"}
 
 
+@pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
 def test_stdio_client_lists_reference_tools_and_calls_each(sample_mirror, tmp_path):
     from mcp import Client, StdioServerParameters
 

@@ -35,6 +35,9 @@ from tests.test_get_documents import (  # run here again, with B in front of A
 )
 from tests.test_upstream_search import CHROME, QUERY, keys, walk
 
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 # Imported so pytest collects them here, with this module's fixtures; named so linters see use.
 CONTRACT = (
     test_first_get_fetches_then_repeat_is_served_from_cache_with_zero_requests,
@@ -143,6 +146,7 @@ def test_answer_query_passes_through(a_client, emulator):
     assert {"query": "keras callbacks", "filter": CHROME} in [r.json for r in emulator.requests]
 
 
+@pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
 def test_read_only_local_search_pages_and_filters(sample_mirror, serve_app):
     url = serve_app(sample_mirror)
     upstream = open_upstream(Settings(db_url="sqlite://", upstream=url), retry=no_wait_retry())
@@ -162,6 +166,7 @@ def test_read_only_local_search_pages_and_filters(sample_mirror, serve_app):
     upstream.close()
 
 
+@pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
 def test_google_shapes_views_and_errors(sample_mirror, serve_app):
     url = serve_app(sample_mirror)
     name = "documents/developer.chrome.com/docs/extensions/migrating"

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,10 +24,14 @@ from mirror.service.pacing import SharedPacer, pacers
 from mirror.store.store import Store
 from mirror.upstream.pacing import Pacer, Rule, reserve
 from mirror.upstream.retry import RetryPolicy
+from tests.conftest import query_store
 from tests.emulator import Emulator, Fault, Recorded
 from tests.emulator_fixtures import corpus_documents, synthetic_documents
 from tests.fakes import FakeTime
 from tests.test_pacing import most_in_any_window
+
+# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
+pytestmark = pytest.mark.both_backends
 
 UP = "http://up.test"
 RULE = Rule(10, 9.5, burst=3)  # interval 1.25 s after a burst of 3
@@ -114,6 +119,7 @@ def test_each_upstream_and_quota_has_its_own_bucket(two_stores: tuple[Store, Sto
 # -- read-only stores: this process only, said in a log line ----------------------------------
 
 
+@pytest.mark.sqlite_only("a read-only store is an SQLite file on a read-only mount")
 def test_a_read_only_store_paces_in_process_and_says_so(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -135,6 +141,7 @@ def test_a_read_only_store_paces_in_process_and_says_so(
         store.close()
 
 
+@pytest.mark.sqlite_only("a read-only store is an SQLite file on a read-only mount")
 def test_an_online_read_only_mirror_checks_a_snapshot_without_writing(
     db_url: str, emulator: Emulator, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -171,34 +178,36 @@ def _batch_gets(emu: Emulator) -> list[Recorded]:
     return sorted((r for r in emu.requests if r.path.endswith(":batchGet")), key=lambda r: r.at)
 
 
-def _run_two_fetches(
+def run_two_fetches(
     emu: Emulator,
-    db: Path,
-    first: list[str],
-    second: list[str],
+    db_url: str,
+    logs_dir: Path,
+    names: tuple[list[str], list[str]],
     per_minute: int,
-    command: str = "fetch",
-) -> None:
+    command: tuple[str, ...] = ("fetch",),
+    keys: tuple[str, str] = ("test-key", "test-key"),
+) -> list[dict[str, Any]]:
     """Both fetches (or crawls) at once, on one store; each reads its names from stdin, given to both
-    at the same moment once they have started, so they really run side by side."""
-    Store.open(f"sqlite:///{db}").close()  # created and migrated before either starts
+    at the same moment once they have started, so they really run side by side. Their reports."""
+    Store.open(db_url).close()  # created and migrated before either starts
     env = {
         **os.environ,
-        "DK_MIRROR_DB": str(db),
+        "DK_MIRROR_DB": db_url,
         "DK_MIRROR_UPSTREAM": emu.base_url,
         "DEVELOPER_KNOWLEDGE_API_KEY": "test-key",
         ENV_GET_RATE: str(per_minute),
         ENV_QUOTA_WINDOW: str(WINDOW),
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     }
-    logs = [(db.parent / f"out{i}.txt", db.parent / f"err{i}.txt") for i in range(2)]
+    logs = [(logs_dir / f"out{i}.txt", logs_dir / f"err{i}.txt") for i in range(2)]
     procs = []
-    for out, err in logs:
+    for (out, err), key in zip(logs, keys, strict=True):
         with out.open("w") as stdout, err.open("w") as stderr:
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "mirror", command, "--json", "--names-file", "-"],
-                    env=env,
+                    [sys.executable, "-m", "mirror", *command, "--json", "--names-file", "-"],
+                    # Distinct keys let a test tell the processes' calls apart at the emulator.
+                    env={**env, "DEVELOPER_KNOWLEDGE_API_KEY": key},
                     stdin=subprocess.PIPE,
                     stdout=stdout,
                     stderr=stderr,
@@ -206,25 +215,27 @@ def _run_two_fetches(
                 )
             )
     time.sleep(1.0)  # both start up (imports); they then block reading their names
-    for proc, names in zip(procs, (first, second), strict=True):
+    for proc, part in zip(procs, names, strict=True):
         assert proc.stdin is not None
-        proc.stdin.write("\n".join(names) + "\n")
+        proc.stdin.write("\n".join(part) + "\n")
     for proc in procs:  # end of input for both at once: both start fetching together
         assert proc.stdin is not None
         proc.stdin.close()
+    reports = []
     for proc, (out, err) in zip(procs, logs, strict=True):
-        assert proc.wait(timeout=120) == 0, err.read_text()
-        assert json.loads(out.read_text())["failed"] == [], out.read_text()
+        assert proc.wait(timeout=300) == 0, err.read_text()
+        reports.append(json.loads(out.read_text()))
+        assert reports[-1]["failed"] == [], out.read_text()
+    return reports
 
 
-def _stored(db: Path) -> int:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+def _stored(db_url: str) -> int:
+    return int(query_store(db_url, "SELECT count(*) FROM documents")[0][0])
 
 
 @pytest.mark.parametrize("command", ["fetch", "crawl"])
 def test_two_processes_on_one_store_stay_under_the_quota_together(
-    tmp_path: Path, command: str
+    tmp_path: Path, db_url: str, command: str
 ) -> None:
     docs = synthetic_documents(400)
     names = [d["name"] for d in docs]
@@ -232,9 +243,10 @@ def test_two_processes_on_one_store_stay_under_the_quota_together(
         emu.quota_window = WINDOW
         emu.quota_per_minute = {"get": 10}  # 10 calls per 2 s window, counted by the emulator
         # The mirror is told the same quota: 300/min over 2 s windows is 10 per window.
-        _run_two_fetches(emu, tmp_path / "store.sqlite3", names[:200], names[200:], 300, command)
+        halves = (names[:200], names[200:])
+        run_two_fetches(emu, db_url, tmp_path, halves, 300, (command,))
         calls = _batch_gets(emu)
-    assert _stored(tmp_path / "store.sqlite3") == 400
+    assert _stored(db_url) == 400
     assert [r.status for r in calls] == [200] * 20  # no 429: every call went through once
     assert most_in_any_window([r.at for r in calls], WINDOW) <= 10
     # The quota really bound them: 20 calls needed two windows and more, not one burst.
@@ -245,7 +257,9 @@ def test_two_processes_on_one_store_stay_under_the_quota_together(
     assert by_process[0][0] < by_process[1][-1] and by_process[1][0] < by_process[0][-1]
 
 
-def test_a_429_slows_both_processes_and_retry_after_is_honoured(tmp_path: Path) -> None:
+def test_a_429_slows_both_processes_and_retry_after_is_honoured(
+    tmp_path: Path, db_url: str
+) -> None:
     docs = synthetic_documents(480)
     names = [d["name"] for d in docs]
     mine, theirs = names[:160], names[160:]  # 8 batches and 16 batches
@@ -253,9 +267,9 @@ def test_a_429_slows_both_processes_and_retry_after_is_honoured(tmp_path: Path) 
     with Emulator(docs) as emu:
         emu.inject(Fault("status", status=429, retry_after="1"), times=1, name=hit)
         # 600/min over 2 s windows: 20 per window, 0.125 s apart; no quota enforced upstream.
-        _run_two_fetches(emu, tmp_path / "store.sqlite3", mine, theirs, 600)
+        run_two_fetches(emu, db_url, tmp_path, (mine, theirs), 600)
         calls = _batch_gets(emu)
-    assert _stored(tmp_path / "store.sqlite3") == 480
+    assert _stored(db_url) == 480
     (refused,) = [r for r in calls if r.status == 429]
     retried = [r for r in calls if hit in r.query["names"] and r.status == 200]
     assert len(retried) == 1 and retried[0].at >= refused.at + 0.95  # Retry-After: 1

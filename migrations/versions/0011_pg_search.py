@@ -1,7 +1,7 @@
 """search on PostgreSQL: tsvector columns on search_docs, GIN indexes, a forget trigger
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 
 Until now a PostgreSQL store had `search_docs` but no index behind it (FTS5 is SQLite's), so
 local search found nothing there. On PostgreSQL this adds the `words` and `head_words`
@@ -15,7 +15,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0011"
-down_revision = "0009"
+down_revision = "0010"  # 0009 on this branch until pg's 0010 was merged
 branch_labels = None
 depends_on = None
 

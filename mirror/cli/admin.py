@@ -281,6 +281,23 @@ def db_upgrade(ctx: click.Context) -> None:
     click.echo(f"store at revision {status.current}", err=True)
 
 
+@db.command(name="copy")
+@click.argument("destination", metavar="DEST")
+@json_option
+@global_options
+@click.pass_context
+def db_copy(ctx: click.Context, destination: str, as_json: bool) -> None:
+    """Copy the store (every document and version) into the empty store DEST, e.g. PostgreSQL."""
+    report = open_mirror(ctx).copy_store(destination)
+    if as_json:
+        click.echo(render.to_json(report.to_json()))
+        return
+    click.echo(
+        f"copied {report.documents} documents and {report.versions} versions "
+        f"into {report.destination}\nsnapshot root {report.root} (the same in both)"
+    )
+
+
 @click.command()
 @global_options
 @click.pass_context

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ..upstream.stats import UpstreamStats
     from .answers import AnswerResult
     from .ci import CheckReport, ImportReport, SyncReport
+    from .copying import CopyReport
     from .crawl import CrawlOptions, CrawlProgress, CrawlReport, CrawlSpec
     from .history import VersionDiff
     from .probe import ProbeReport
@@ -483,6 +484,14 @@ class Mirror:
 
         upgrade_url(self.settings.db_url)
         return schema_status(self.settings.db_url)
+
+    def copy_store(
+        self, destination: str, progress: Callable[[str, int], None] | None = None
+    ) -> CopyReport:
+        """Copy this store into the empty store at `destination`, verified by snapshot roots."""
+        from .copying import copy_store
+
+        return copy_store(self._ctx(), destination, progress)
 
     def check_index(self) -> IndexState:
         """Compare the local search index with the stored documents (reads every row)."""

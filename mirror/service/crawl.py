@@ -184,6 +184,9 @@ def crawl(
         raise InvalidInput(f"--concurrency must be at least 1, not {options.concurrency}")
     upstream = ctx.upstream()  # refuses offline before the store records anything
     store = full_store(ctx)
+    # Each worker reads the store while, on PostgreSQL, its claim holds a writer connection
+    # through the fetch (store/crawls.py): two connections a worker, none waited for.
+    store.size_for(2 * options.concurrency)
     start = store.crawls.begin(
         spec.key,
         canonical_json(spec.describe()),

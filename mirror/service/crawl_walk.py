@@ -27,7 +27,7 @@ from ..policy import Action, Mode, plan
 from .context import Context
 
 if TYPE_CHECKING:
-    from ..store.crawls import BatchChanges
+    from ..store.crawls import BatchChanges, Claim
     from ..store.store import Store
     from ..upstream import Upstream
     from .crawl import CrawlOptions, CrawlReport
@@ -39,6 +39,9 @@ STOP_AFTER = 3
 TICK = 0.5
 # Queued names read from the store at once, per batch slot.
 PREFETCH = 5
+# A pass over a level that settled nothing found every name claimed by another crawler on
+# the same frontier (PostgreSQL): wait this long (seconds) before looking again.
+CLAIMED_ELSEWHERE_WAIT = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,8 @@ class Walk:
                     depth = self.crawls.pending_depth(self.crawl_id)
                     if depth is None:
                         break
-                    self._level(pool, depth, progress)
+                    if self._level(pool, depth, progress) == 0 and self.stopped is None:
+                        time.sleep(CLAIMED_ELSEWHERE_WAIT)
                     # A flaky stretch has often passed by the end of a level: one more try
                     # for its failed names before going deeper (their links are wanted).
                     if self.stopped is None and depth not in retried:
@@ -120,9 +124,11 @@ class Walk:
 
     def _level(
         self, pool: ThreadPoolExecutor, depth: int, progress: Callable[[CrawlProgress], None] | None
-    ) -> None:
-        """Settle every queued name at `depth`, `concurrency` batches in flight at once."""
+    ) -> int:
+        """Settle every queued name at `depth`, `concurrency` batches in flight at once;
+        returns how many names this pass settled (the others another crawler holds)."""
         slots = self.options.concurrency
+        settled = 0
         after = -1
         ready: deque[str] = deque()
         exhausted = False
@@ -142,11 +148,13 @@ class Walk:
                 batch = [ready.popleft() for _ in range(min(limits.MAX_NAMES, len(ready)))]
                 in_flight[pool.submit(self._batch, batch, depth)] = batch
             if not in_flight:
-                return
+                return settled
             done, _ = wait(in_flight, timeout=TICK, return_when=FIRST_COMPLETED)
             for future in done:
                 in_flight.pop(future)
-                self._settle(future.result())
+                result = future.result()
+                settled += len(result.states)
+                self._settle(result)
             now = time.monotonic()
             if progress and (done or now - last_tick >= TICK):
                 last_tick = now
@@ -208,11 +216,20 @@ class Walk:
     def _batch(self, names: list[str], depth: int) -> Settled:
         """Settle one batch: what the store has, what upstream lacks, fetch the rest, read
         links, and commit it all in one transaction."""
-        from ..store.crawls import BatchChanges
-        from ..upstream.batching import BatchOutcome, fetch_batch
 
         if self._stop.is_set():
             return Settled({}, 0)  # stays queued for the next run
+        # Names another crawler holds (or settled since they were read) are left to it.
+        with self.crawls.claim(self.crawl_id, names) as claim:
+            if not claim.names:
+                return Settled({}, 0)
+            return self._settle_claimed(claim, depth)
+
+    def _settle_claimed(self, claim: Claim, depth: int) -> Settled:
+        from ..store.crawls import BatchChanges
+        from ..upstream.batching import BatchOutcome, fetch_batch
+
+        names = claim.names
         now = self.ctx.clock()
         cached = self.store.get_many(names)
         # A crawl always goes online for what is not fresh, whatever the offline flag says.
@@ -257,6 +274,7 @@ class Walk:
                 fetched_at=self.ctx.clock(),
                 upstream=self.label,
                 max_docs=self.limits.max_docs,
+                claim=claim,
             )
         return Settled(dict(changes.states), added, error)
 

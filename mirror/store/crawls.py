@@ -7,7 +7,8 @@ consistent frontier and never fetches a committed batch again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, select, update
@@ -48,6 +49,19 @@ class BatchChanges:
     found: list[str] = field(default_factory=list)  # upstream returned them: not missing
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Names one worker may settle, and the transaction that holds them (None on SQLite).
+
+    On PostgreSQL the names' frontier rows stay locked (FOR UPDATE) until the batch commits in
+    that same transaction, so another crawler on the frontier skips them (SKIP LOCKED) instead
+    of fetching them too; if the worker dies, the rollback frees them, still queued.
+    """
+
+    names: list[str]
+    conn: Connection | None = None
+
+
 class Crawls:
     """Reads and writes the crawl tables; writes take the store's write transaction."""
 
@@ -60,6 +74,9 @@ class Crawls:
         dialect = engine.dialect.name
         frontier_insert = dialect_insert(dialect, crawl_frontier)
         self._add_names = frontier_insert.on_conflict_do_nothing()
+        self._new_crawl = dialect_insert(dialect, crawls).on_conflict_do_nothing(
+            index_elements=["key"]
+        )
         missing_insert = dialect_insert(dialect, missing_documents)
         # A name missing again keeps when it was first found missing.
         self._note_missing = missing_insert.on_conflict_do_update(
@@ -80,46 +97,38 @@ class Crawls:
         """The crawl described by `key`: continued if unfinished, else a new pass; its failed
         names queued again and its seeds added (up to `max_docs` names in all)."""
         with self._writer() as conn, conn.begin():
-            row = conn.execute(
-                select(crawls.c.id, crawls.c.finished_at, crawls.c.searched).where(
-                    crawls.c.key == key
+            # Two crawlers may start the same crawl at once (PostgreSQL): the second's insert
+            # waits for the first's commit and does nothing; both then read the one row.
+            created = conn.execute(
+                self._new_crawl.values(
+                    key=key, spec_json=spec_json, started_at=now, updated_at=now, searched=0,
+                    next_seq=0,
                 )
-            ).first()
-            resumed = row is not None and row.finished_at is None
-            if row is None:
-                inserted = conn.execute(
-                    crawls.insert().values(
-                        key=key,
-                        spec_json=spec_json,
-                        started_at=now,
-                        updated_at=now,
-                        searched=0,
-                        next_seq=0,
+            ).rowcount == 1  # fmt: skip
+            row = conn.execute(
+                select(crawls.c.id, crawls.c.finished_at, crawls.c.searched)
+                .where(crawls.c.key == key)
+                .with_for_update()
+            ).one()
+            resumed = not created and row.finished_at is None
+            crawl_id = row.id
+            if not created and not resumed:
+                # The last pass finished: walk again (stored pages cost no request).
+                conn.execute(delete(crawl_frontier).where(crawl_frontier.c.crawl_id == crawl_id))
+                conn.execute(
+                    update(crawls)
+                    .where(crawls.c.id == crawl_id)
+                    .values(
+                        started_at=now, updated_at=now, finished_at=None, searched=0, next_seq=0
                     )
-                ).inserted_primary_key
-                assert inserted is not None  # an INSERT of one row reports its key
-                crawl_id = inserted[0]
-            else:
-                crawl_id = row.id
-                if not resumed:
-                    # The last pass finished: walk again (stored pages cost no request).
-                    conn.execute(
-                        delete(crawl_frontier).where(crawl_frontier.c.crawl_id == crawl_id)
-                    )
-                    conn.execute(
-                        update(crawls)
-                        .where(crawls.c.id == crawl_id)
-                        .values(
-                            started_at=now, updated_at=now, finished_at=None, searched=0, next_seq=0
-                        )
-                    )
+                )
             conn.execute(
                 update(crawl_frontier)
                 .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state == FAILED)
                 .values(state=QUEUED)
             )
             self._add(conn, crawl_id, [(s, "seed") for s in seeds], 0, max_docs)
-            searched = bool(row.searched) if resumed and row is not None else False
+            searched = bool(row.searched) if resumed else False
         return CrawlStart(id=int(crawl_id), resumed=resumed, searched=searched)
 
     def add_found(
@@ -226,6 +235,31 @@ class Crawls:
         with self.engine.connect() as conn:
             return [(int(seq), str(name)) for seq, name in conn.execute(query)]
 
+    @contextmanager
+    def claim(self, crawl_id: int, names: Sequence[str]) -> Iterator[Claim]:
+        """Claim `names` for one batch: those still queued and not claimed by another crawler.
+
+        SQLite has one writer at a time and keeps its walk as it was: every name is yielded
+        and the batch commits in its own transaction. PostgreSQL lets several crawlers share
+        a frontier: the rows are locked with FOR UPDATE SKIP LOCKED in a transaction held
+        through the fetch, and `commit(..., claim=)` writes the batch in it.
+        """
+        if self.engine.dialect.name == "sqlite":
+            yield Claim(list(names))
+            return
+        query = (
+            select(crawl_frontier.c.name)
+            .where(
+                crawl_frontier.c.crawl_id == crawl_id,
+                crawl_frontier.c.name.in_(list(names)),
+                crawl_frontier.c.state == QUEUED,
+            )
+            .with_for_update(skip_locked=True)
+        )
+        with self._writer() as conn, conn.begin():
+            claimed = set(conn.execute(query).scalars())
+            yield Claim([n for n in names if n in claimed], conn)
+
     def commit(
         self,
         crawl_id: int,
@@ -234,35 +268,51 @@ class Crawls:
         fetched_at: float,
         upstream: str,
         max_docs: int | None,
+        claim: Claim | None = None,
     ) -> int:
         """Write one batch: documents, states, new names, missing names: all or nothing.
-        Returns how many names the frontier gained."""
-        added = 0
-        with self._writer() as conn, conn.begin():
-            if changes.documents:
-                self._write_documents(conn, changes.documents, fetched_at, upstream)
-            if changes.states:
-                conn.execute(
-                    self._set_state,
-                    [{"cid": crawl_id, "n": n, "s": s} for n, s in changes.states.items()],
-                )
-            if changes.children:
-                added = self._add(conn, crawl_id, changes.children, changes.child_depth, max_docs)
-            if changes.missing:
-                conn.execute(
-                    self._note_missing,
-                    [
-                        {"name": n, "first_missing_at": fetched_at, "checked_at": fetched_at}
-                        for n in changes.missing
-                    ],
-                )
-            if changes.found:
-                conn.execute(
-                    delete(missing_documents).where(missing_documents.c.name.in_(changes.found))
-                )
-            conn.execute(
-                update(crawls).where(crawls.c.id == crawl_id).values(updated_at=fetched_at)
+        Returns how many names the frontier gained. With a `claim` holding a transaction, the
+        batch is written in it (and commits when the claim ends)."""
+        if claim is not None and claim.conn is not None:
+            return self._write_changes(
+                claim.conn, crawl_id, changes, fetched_at, max_docs, upstream
             )
+        with self._writer() as conn, conn.begin():
+            return self._write_changes(conn, crawl_id, changes, fetched_at, max_docs, upstream)
+
+    def _write_changes(
+        self,
+        conn: Connection,
+        crawl_id: int,
+        changes: BatchChanges,
+        fetched_at: float,
+        max_docs: int | None,
+        upstream: str,
+    ) -> int:
+        """One batch's writes on `conn`, in its transaction; how many names were added."""
+        added = 0
+        if changes.documents:
+            self._write_documents(conn, changes.documents, fetched_at, upstream)
+        if changes.states:
+            conn.execute(
+                self._set_state,
+                [{"cid": crawl_id, "n": n, "s": s} for n, s in changes.states.items()],
+            )
+        if changes.children:
+            added = self._add(conn, crawl_id, changes.children, changes.child_depth, max_docs)
+        if changes.missing:
+            conn.execute(
+                self._note_missing,
+                [
+                    {"name": n, "first_missing_at": fetched_at, "checked_at": fetched_at}
+                    for n in changes.missing
+                ],
+            )
+        if changes.found:
+            conn.execute(
+                delete(missing_documents).where(missing_documents.c.name.in_(changes.found))
+            )
+        conn.execute(update(crawls).where(crawls.c.id == crawl_id).values(updated_at=fetched_at))
         return added
 
     def requeue_failed(self, crawl_id: int, depth: int) -> int:

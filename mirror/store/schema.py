@@ -6,15 +6,20 @@ from sqlalchemy import Column, Float, Integer, MetaData, String, Table, Text
 
 from .sql import SCHEMA_REVISION
 
-__all__ = ["SCHEMA_REVISION", "documents", "metadata"]
+__all__ = ["NAME", "SCHEMA_REVISION", "documents", "metadata"]
 
 metadata = MetaData()
+
+# A document's resource name. On PostgreSQL in the "C" collation (migration 0010): names
+# compare by code point there as in SQLite and Python, whatever the database's locale, so
+# listings, prefix ranges and snapshot order are the same on both.
+NAME = String(500).with_variant(String(500, collation="C"), "postgresql")
 
 documents = Table(
     "documents",
     metadata,
     # Resource name `documents/{host}/{path}`; the API's identifier.
-    Column("name", String(500), primary_key=True),
+    Column("name", NAME, primary_key=True),
     Column("uri", Text),
     Column("title", Text),
     Column("description", Text),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Float, ForeignKey, Index, Integer, String, Table, Text
 
-from .schema import metadata
+from .schema import NAME, metadata
 
 # One row per distinct crawl (seeds, scopes, searches, limits): the same command finds its row.
 crawls = Table(
@@ -38,7 +38,7 @@ crawl_frontier = Table(
         ForeignKey("crawls.id", ondelete="CASCADE", name="fk_crawl_frontier_crawl"),
         primary_key=True,
     ),
-    Column("name", String(500), primary_key=True),
+    Column("name", NAME, primary_key=True),
     # Link hops from a seed (seeds and search results: 0).
     Column("depth", Integer, nullable=False),
     Column("seq", Integer, nullable=False),
@@ -54,7 +54,7 @@ crawl_frontier = Table(
 missing_documents = Table(
     "missing_documents",
     metadata,
-    Column("name", String(500), primary_key=True),
+    Column("name", NAME, primary_key=True),
     Column("first_missing_at", Float, nullable=False),
     Column("checked_at", Float, nullable=False),
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Float, ForeignKey, Integer, LargeBinary, String, Table
 
-from .schema import metadata
+from .schema import NAME, metadata
 
 doc_vectors = Table(
     "doc_vectors",
@@ -17,7 +17,7 @@ doc_vectors = Table(
     # ON DELETE CASCADE: deleting a document deletes its vector in the same transaction.
     Column(
         "name",
-        String(500),
+        NAME,
         ForeignKey("documents.name", ondelete="CASCADE", name="fk_doc_vectors_document"),
         primary_key=True,
     ),

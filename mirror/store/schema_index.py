@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Column, Connection, ForeignKey, Integer, String, Table, Text, event
+from sqlalchemy import Column, Connection, ForeignKey, Integer, Table, Text, event
 
 from . import schema_pg_index
-from .schema import metadata
+from .schema import NAME, metadata
 from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
 search_docs = Table(
@@ -34,7 +34,7 @@ search_docs = Table(
     Column("id", Integer, primary_key=True),
     Column(
         "name",
-        String(500),
+        NAME,
         ForeignKey("documents.name", ondelete="CASCADE", name="fk_search_docs_document"),
         nullable=False,
         unique=True,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Float, ForeignKey, Index, Integer, String, Table, Text
 
-from .schema import metadata
+from .schema import NAME, metadata
 
 # Content of superseded versions, content-addressed: the same bytes are stored once, whichever
 # documents and versions share them.
@@ -28,7 +28,7 @@ version_contents = Table(
 document_versions = Table(
     "document_versions",
     metadata,
-    Column("name", String(500), primary_key=True),
+    Column("name", NAME, primary_key=True),
     Column("version", Integer, primary_key=True),
     Column("sha256", String(64), nullable=False),
     # The metadata the document had with this content (its latest, once superseded).
@@ -52,7 +52,7 @@ gone_documents = Table(
     metadata,
     Column(
         "name",
-        String(500),
+        NAME,
         ForeignKey("documents.name", ondelete="CASCADE", name="fk_gone_document"),
         primary_key=True,
     ),
