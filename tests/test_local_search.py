@@ -178,6 +178,13 @@ def test_where_clause_restricts_results(store: Store) -> None:
     assert _names(tf) == ["keras", "saved"]
 
 
+# 30 pages about otters in one source and, in another, one long page that mentions them once.
+OTTERS = [
+    *(_doc(f"p{i:02}", "Otters", "# Otters\n\notter " * 3) for i in range(30)),
+    _doc("rare", "Rivers", "# Rivers\n\n" + "water " * 300 + "otter", TF),
+]
+
+
 @pytest.mark.sqlite_only  # FTS5's candidate loop; PostgreSQL joins the filter into one query
 def test_a_selective_filter_looks_past_the_first_candidates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -193,9 +200,7 @@ def test_a_selective_filter_looks_past_the_first_candidates(
     monkeypatch.setattr(index, "_all_filtered", spy)
     store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
     try:
-        many = [_doc(f"p{i:02}", "Otters", "# Otters\n\notter " * 3) for i in range(30)]
-        rare = _doc("rare", "Rivers", "# Rivers\n\n" + "water " * 300 + "otter", TF)
-        store.put([*many, rare], fetched_at=0.0, upstream="test")
+        store.put(OTTERS, fetched_at=0.0, upstream="test")
         hits = store.search_local("otter", where=filters.parse(f'data_source = "{TF}"'))
         assert _names(hits) == ["rare"]
         assert calls, "the filter should have fallen back to ranking every match in SQL"
@@ -206,9 +211,7 @@ def test_a_selective_filter_looks_past_the_first_candidates(
 def test_a_selective_filter_ranks_only_what_passes(db_url: str) -> None:
     store = Store.open(db_url)
     try:
-        many = [_doc(f"p{i:02}", "Otters", "# Otters\n\notter " * 3) for i in range(30)]
-        rare = _doc("rare", "Rivers", "# Rivers\n\n" + "water " * 300 + "otter", TF)
-        store.put([*many, rare], fetched_at=0.0, upstream="test")
+        store.put(OTTERS, fetched_at=0.0, upstream="test")
         hits = store.search_local("otter", where=filters.parse(f'data_source = "{TF}"'))
         assert _names(hits) == ["rare"]
         assert len(store.rank_documents("otter", limit=50)) == 31

@@ -95,25 +95,23 @@ def _tokens(match: str) -> list[str]:
     return tokens
 
 
-def _expression(tokens: list[str], pos: int) -> tuple[str, int]:
-    """expression := conjunction {OR conjunction}; FTS5 gives AND precedence over OR."""
-    parts: list[str] = []
-    part, pos = _conjunction(tokens, pos)
-    parts.append(part)
-    while pos < len(tokens) and tokens[pos] == "OR":
-        part, pos = _conjunction(tokens, pos + 1)
-        parts.append(part)
-    return _join(parts, " | "), pos
+# FTS5 gives AND precedence over OR: an expression is conjunctions joined by OR.
+_LEVELS = (("OR", " | "), ("AND", " & "))
 
 
-def _conjunction(tokens: list[str], pos: int) -> tuple[str, int]:
+def _expression(tokens: list[str], pos: int, level: int = 0) -> tuple[str, int]:
+    """Operands joined by this level's keyword, each one the next level down."""
+    keyword, operator = _LEVELS[level]
     parts: list[str] = []
-    part, pos = _operand(tokens, pos)
-    parts.append(part)
-    while pos < len(tokens) and tokens[pos] == "AND":
-        part, pos = _operand(tokens, pos + 1)
+    while True:
+        if level + 1 < len(_LEVELS):
+            part, pos = _expression(tokens, pos, level + 1)
+        else:
+            part, pos = _operand(tokens, pos)
         parts.append(part)
-    return _join(parts, " & "), pos
+        if pos >= len(tokens) or tokens[pos] != keyword:
+            return _join(parts, operator), pos
+        pos += 1
 
 
 def _operand(tokens: list[str], pos: int) -> tuple[str, int]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -241,6 +241,29 @@ def rank_documents(
     return hits[:limit]
 
 
+def grouped(
+    documents: Sequence[DocumentHit],
+    query: str,
+    need: int,
+    contents: Callable[[list[str]], dict[str, str | None]],
+) -> list[LocalHit]:
+    """The first `need` chunks of a document ranking, grouped by document: each followed by
+    its best chunks (lexical.best_chunks). `contents` reads the Markdown of some names (each
+    backend its own way); a name without content is skipped."""
+    hits: list[LocalHit] = []
+    done = 0
+    while len(hits) < need and done < len(documents):
+        # A few documents at a time: most pages are filled by the first few.
+        group = documents[done : done + max(2, (need - len(hits) + 1) // 2)]
+        done += len(group)
+        found = contents([d.name for d in group])
+        shown = [d for d in group if found.get(d.name)]
+        chunks = lexical.best_chunks([found[d.name] or "" for d in shown], query)
+        for doc, best in zip(shown, chunks, strict=True):
+            hits.extend(LocalHit(doc.name, c.id, c.heading, c.text, doc.score) for c in best)
+    return hits
+
+
 def search(
     raw: Any, query: str, *, limit: int, offset: int = 0, where: Filtered | None = None
 ) -> list[LocalHit]:
@@ -253,17 +276,9 @@ def search(
     need = offset + limit
     # Every document gives at least one chunk: `need` documents always fill the page.
     documents = rank_documents(raw, query, limit=need, where=where)
-    hits: list[LocalHit] = []
-    done = 0
-    while len(hits) < need and done < len(documents):
-        # A few documents at a time: most pages are filled by the first few.
-        group = documents[done : done + max(2, (need - len(hits) + 1) // 2)]
-        done += len(group)
-        names = [d.name for d in group]
+
+    def contents(names: list[str]) -> dict[str, str | None]:
         marks = ", ".join("?" * len(names))
-        contents = dict(raw.execute(_CONTENT.format(marks=marks), names).fetchall())
-        shown = [d for d in group if contents.get(d.name)]
-        chunks = lexical.best_chunks([contents[d.name] for d in shown], query)
-        for doc, best in zip(shown, chunks, strict=True):
-            hits.extend(LocalHit(doc.name, c.id, c.heading, c.text, doc.score) for c in best)
-    return hits[offset:need]
+        return dict(raw.execute(_CONTENT.format(marks=marks), names).fetchall())
+
+    return grouped(documents, query, need, contents)[offset:need]

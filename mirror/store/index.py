@@ -96,18 +96,19 @@ def changed(conn: Connection, docs: Iterable[Document]) -> list[Document]:
     """The `docs` whose stored copy differs in what the index holds (title, description,
     content) or is missing: call before writing them, then reindex only these."""
     docs = list({doc.name: doc for doc in docs}.values())
+    stored: dict[str, tuple[Any, ...]] = {}
     if _postgresql(conn) and docs:
         from . import pg_index
 
-        return pg_index.changed(conn, docs)
-    if conn.dialect.name != "sqlite" or not docs:
+        stored = pg_index.indexed_fields(conn, [doc.name for doc in docs])
+    elif conn.dialect.name != "sqlite" or not docs:
         return docs
-    stored: dict[str, tuple[str | None, str | None, str | None]] = {}
-    raw = _raw(conn)
-    for start in range(0, len(docs), _BATCH):
-        names = [doc.name for doc in docs[start : start + _BATCH]]
-        rows = raw.execute(_STORED.format(marks=", ".join("?" * len(names))), names)
-        stored.update((name, tuple(rest)) for name, *rest in rows)
+    else:
+        raw = _raw(conn)
+        for start in range(0, len(docs), _BATCH):
+            names = [doc.name for doc in docs[start : start + _BATCH]]
+            rows = raw.execute(_STORED.format(marks=", ".join("?" * len(names))), names)
+            stored.update((name, tuple(rest)) for name, *rest in rows)
     # Re-putting unchanged pages (refresh, re-import) then skips the index writes.
     return [
         doc

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select, text
 
-from ..models import Document, content_sha256
+from ..models import Document
 from ..search import lexical
 from ..search.chunking import headings
 from ..search.tsquery import normalized
@@ -112,24 +112,16 @@ def _columns(docs: Sequence[Document]) -> dict[str, list[str]]:
     return columns
 
 
-def changed(conn: Connection, docs: list[Document]) -> list[Document]:
-    """The `docs` whose stored copy differs in title, description or content (or is missing)."""
+def indexed_fields(conn: Connection, names: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """Title, description and content hash of the stored copies of `names` (index.changed
+    compares them with the copies about to be written)."""
     stored: dict[str, tuple[Any, ...]] = {}
     d = documents.c
-    for start in range(0, len(docs), BATCH):
-        names = [doc.name for doc in docs[start : start + BATCH]]
-        query = select(d.name, d.title, d.description, d.content_sha256).where(d.name.in_(names))
+    for start in range(0, len(names), BATCH):
+        part = list(names[start : start + BATCH])
+        query = select(d.name, d.title, d.description, d.content_sha256).where(d.name.in_(part))
         stored.update((row[0], tuple(row[1:])) for row in conn.execute(query))
-    return [
-        doc
-        for doc in docs
-        if stored.get(doc.name)
-        != (
-            doc.title,
-            doc.description,
-            content_sha256(doc.content) if doc.content is not None else None,
-        )
-    ]
+    return stored
 
 
 def reindex(conn: Connection, docs: Sequence[Document]) -> int:

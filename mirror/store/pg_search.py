@@ -37,7 +37,7 @@ from sqlalchemy import (
 
 from ..search import lexical
 from ..search.tsquery import normalized, to_tsquery
-from .fts import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit
+from .fts import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit, grouped
 from .pg_index import CONFIG
 from .schema import documents
 from .schema_index import search_docs
@@ -168,23 +168,13 @@ def search(
     offset = max(offset, 0)
     need = offset + limit
     ranking = rank_documents(conn, query, limit=need, where=where)
-    hits: list[LocalHit] = []
-    done = 0
-    while len(hits) < need and done < len(ranking):
-        # A few documents at a time: most pages are filled by the first few.
-        group = ranking[done : done + max(2, (need - len(hits) + 1) // 2)]
-        done += len(group)
-        rows = conn.execute(
-            select(documents.c.name, documents.c.content).where(
-                documents.c.name.in_([d.name for d in group])
-            )
-        )
-        contents = {name: content for name, content in rows if content}
-        shown = [d for d in group if d.name in contents]
-        chunks = lexical.best_chunks([contents[d.name] for d in shown], query)
-        for doc, best in zip(shown, chunks, strict=True):
-            hits.extend(LocalHit(doc.name, c.id, c.heading, c.text, doc.score) for c in best)
-    return hits[offset:need]
+
+    def contents(names: list[str]) -> dict[str, str | None]:
+        d = documents.c
+        rows = conn.execute(select(d.name, d.content).where(d.name.in_(names)))
+        return {name: content for name, content in rows}
+
+    return grouped(ranking, query, need, contents)[offset:need]
 
 
 # --- typo correction -----------------------------------------------------------------------------
