@@ -46,7 +46,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 LEVELS = (1, 8, 32, 64)
 
 
-def start_server(db: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(db: Path | str) -> tuple[subprocess.Popen[bytes], str]:
     """`dk-mirror serve --port 0` on the store; returns the process and its base URL."""
     return _start([sys.executable, "-m", "mirror", "serve", "--port", "0", "--db", str(db)])
 

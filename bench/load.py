@@ -76,6 +76,12 @@ async def _client(
 
 def run_level(url: str, requests: list[bytes], clients: int, seconds: float) -> Level:
     """`clients` keep-alive connections sending `requests` round-robin for `seconds`."""
+    return run_spread([(url, requests)], clients, seconds)
+
+
+def run_spread(targets: list[tuple[str, list[bytes]]], clients: int, seconds: float) -> Level:
+    """`clients` keep-alive connections spread round-robin over several servers (each target:
+    a server's URL and the requests addressed to it), for `seconds`."""
 
     async def main() -> Level:
         latencies: list[float] = []
@@ -83,7 +89,10 @@ def run_level(url: str, requests: list[bytes], clients: int, seconds: float) -> 
         start = time.perf_counter()
         stop = start + seconds
         await asyncio.gather(
-            *(_client(url, requests, i * 7, stop, latencies, errors) for i in range(clients))
+            *(
+                _client(*targets[i % len(targets)], i * 7, stop, latencies, errors)
+                for i in range(clients)
+            )
         )
         return Level(clients, latencies, errors[0], time.perf_counter() - start)
 

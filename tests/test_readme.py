@@ -136,3 +136,28 @@ def test_every_benchmark_shown_exists():
     assert len(shown) >= 5
     for module in shown:
         assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), module
+
+
+def test_the_team_section_copies_a_store_into_postgresql(pg_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Its `export TEAM_DB` and `db copy` lines, run as written by a shell, on a real server."""
+    block = _sh_blocks(_section("A team mirror on PostgreSQL"))[0]
+    lines = [line.split("  #")[0].strip() for line in block.splitlines()]
+    copy = next(line for line in lines if " db copy " in line)
+    assert any(line.startswith("export TEAM_DB=postgresql://") for line in lines)
+    home = tmp_path / "home"
+    store = home / ".local" / "share" / "dk-mirror" / "dk-mirror.sqlite3"
+    store.parent.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT))
+    made = subprocess.run(
+        [sys.executable, "-m", "mirror", "--db", str(store), "import", "--sample"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    # The README's line, with the team database pointed at the test's server.
+    script = f'TEAM_DB={shlex.quote(pg_url)}\ndk-mirror() {{ {sys.executable} -m mirror "$@"; }}\n'
+    run = subprocess.run(
+        ["bash", "-c", script + copy], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert "copied 50 documents" in run.stdout and "snapshot root sha256:" in run.stdout

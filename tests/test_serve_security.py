@@ -197,7 +197,7 @@ def wait_for_port(process: subprocess.Popen[bytes], timeout: float = 30) -> int:
         ready, _, _ = select.select([process.stderr], [], [], 0.2)
         if ready:
             seen += os.read(process.stderr.fileno(), 4096)
-            match = re.search(rb"dk-mirror serve: http://0\.0\.0\.0:(\d+)", seen)
+            match = re.search(rb"dk-mirror serve: http://[0-9.]+:(\d+)", seen)
             if match:
                 return int(match.group(1))
     raise AssertionError(f"the server did not start: {seen.decode(errors='replace')}")

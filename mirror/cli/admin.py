@@ -255,7 +255,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
 
 @click.group()
 def db() -> None:
-    """Schema migrations, by hand (the store also upgrades itself when opened)."""
+    """Schema migrations by hand (stores also upgrade when opened), and copying a store."""
 
 
 @db.command(name="status")

@@ -57,7 +57,9 @@ LAZY = {
         "Mirror a site: seeds, the pages they link to, and search results, breadth-first.",
     ),
     "db": Lazy(
-        "admin", "db", "Schema migrations, by hand (the store also upgrades itself when opened)."
+        "admin",
+        "db",
+        "Schema migrations by hand (stores also upgrade when opened), and copying a store.",
     ),
     "demo": Lazy(
         "admin",

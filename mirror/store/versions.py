@@ -147,9 +147,11 @@ def _archive(conn: Connection, names: list[str], latest: dict[str, tuple[int, st
                 )  # fmt: skip
                 latest[name] = (number, sha)
     if contents:
+        # In sha256 order: two PostgreSQL writers archiving the same contents at once then wait
+        # for each other's rows in one order, never in a cycle (a deadlock).
         conn.execute(
             insert_missing(conn.dialect.name, version_contents, ["sha256"]),
-            [{"sha256": sha, "content": text} for sha, text in contents.items()],
+            [{"sha256": sha, "content": text} for sha, text in sorted(contents.items())],
         )
 
 
