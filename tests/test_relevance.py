@@ -22,6 +22,7 @@ from bench.bench_relevance import (
     recorded,
     tiers,
 )
+from mirror.store.store import Store
 
 SUITE = load_suite()
 KINDS = sorted({q.kind for q in SUITE})
@@ -89,14 +90,20 @@ def test_quality_holds_when_the_common_match_plan_kicks_in(
 
 
 @pytest.fixture(scope="module")
-def postgresql_results(postgres_server) -> Iterator[dict[str, dict[str, float]]]:  # type: ignore[no-untyped-def]
-    """The lexical tier's metrics on a PostgreSQL store of the same corpus."""
+def postgresql_store(postgres_server) -> Iterator[Store]:  # type: ignore[no-untyped-def]
+    """A PostgreSQL store of the same corpus."""
     url = postgres_server.fresh_database()
     try:
         with corpus_store(url, corpus_documents()) as store:
-            yield metrics(SUITE, lexical(store))
+            yield store
     finally:
         postgres_server.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def postgresql_results(postgresql_store: Store) -> dict[str, dict[str, float]]:
+    """The lexical tier's metrics on PostgreSQL."""
+    return metrics(SUITE, lexical(postgresql_store))
 
 
 @pytest.mark.parametrize("kind", [*KINDS, "all"])
@@ -110,3 +117,16 @@ def test_lexical_search_on_postgresql_keeps_its_recorded_level(
     for metric in ("hit@1", "hit@5", "mrr@10"):
         assert got[metric] >= floor[metric], f"{kind} {metric}: {got[metric]} < {floor[metric]}"
     assert postgresql_results["all"]["hit@5"] >= 0.90
+
+
+def test_quality_on_postgresql_holds_when_the_common_match_plan_kicks_in(
+    postgresql_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pg_search.COMMON lowered so this corpus's common words rank in head_words first."""
+    from mirror.store import pg_search
+
+    monkeypatch.setattr(pg_search, "COMMON", 20)
+    got = metrics(SUITE, lexical(postgresql_store))
+    floor = recorded(backend="postgresql")
+    for kind in [*KINDS, "all"]:
+        assert got[kind]["hit@5"] >= floor[kind]["hit@5"], (kind, got[kind], floor[kind])
