@@ -10,8 +10,9 @@ Tiers, all built in this run from the same documents:
 - bare FTS5: the baseline, one own-content FTS5 row per chunk (unicode61, no stemming; title
   and description on every chunk, as before migration 0007), queried with an OR of the
   query's words, ranked by bm25, documents in the order their first chunk appears;
-- lexical PostgreSQL: the same ranking on a PostgreSQL store (tsvector, ts_rank), when a
-  server is given (--pg-url or $DK_MIRROR_BENCH_PG_URL; a scratch database is made there);
+- lexical PostgreSQL (and hybrid PostgreSQL, with the extra): the same rankings on a
+  PostgreSQL store (tsvector, ts_rank; vectors in doc_vectors), when a server is given
+  (--pg-url or $DK_MIRROR_BENCH_PG_URL; a scratch database is made there);
 - hybrid: when the semantic extra provides `mirror.service.search.hybrid_ranking`, the same
   metrics for it (HYBRID below is the hook; it is skipped while that function is absent).
 tests/test_relevance.py fails when the lexical tier falls below the levels recorded in the
@@ -199,6 +200,9 @@ def tiers(folder: Path, pg_url: str | None = None) -> Iterator[dict[str, Ranker]
             return
         with scratch_database(pg_url, "relevance") as url, corpus_store(url, docs) as pg:
             found[PG_TIER] = lexical(pg)
+            semantic_pg = hybrid(pg) if semantic is not None else None
+            if semantic_pg is not None:
+                found["hybrid PostgreSQL"] = semantic_pg
             yield found
 
 
