@@ -19,9 +19,6 @@ from mirror.cli.main import cli
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
 
-# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 DOCS = synthetic_documents(200)
 NAMES = [d["name"] for d in DOCS]
 

@@ -22,9 +22,6 @@ import pytest
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
 
-# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 HOST = "docs.example.dev"
 COUNT = 2000
 CONCURRENCY = 4

@@ -8,9 +8,6 @@ from mirror.crawl.frontier import Limits, admit, batches, children
 from mirror.crawl.links import link_targets, linked_names, resolve
 from mirror.crawl.scope import Scope
 
-# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 BASE = "https://developer.chrome.com/docs/extensions/mv3/intro"
 D = "documents/developer.chrome.com/"
 

@@ -22,9 +22,6 @@ from mirror.snapshots.format import SnapshotError
 from tests.conftest import open_store, seed, stored
 from tests.emulator_fixtures import corpus_documents
 
-# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 TF = "documents/www.tensorflow.org/hub/caching"
 
 

@@ -23,9 +23,6 @@ from mirror.snapshots import format as snapshot
 from mirror.snapshots.read import verify
 from mirror.store.store import Store
 
-# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 CORPUS = Path(__file__).parent / "data" / "corpus" / "tensorflow.org.jsonl.gz"
 
 

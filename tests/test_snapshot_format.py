@@ -20,9 +20,6 @@ from mirror.snapshots.format import SnapshotError
 from mirror.snapshots.read import read as read_snapshot
 from mirror.snapshots.read import verify as verify_snapshot
 
-# The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 SELECTION = {"prefix": "documents/example.com/", "names": 0}
 
 
