@@ -366,12 +366,14 @@ class Store:
     def _need_index(self) -> None:
         if not self.has_search_index():
             raise StoreError(
-                f"{self.where} has no local search index (it needs SQLite's FTS5)",
-                hint="local search, and so its index, exists only in SQLite stores",
+                f"{self.where} has no local search index (SQLite's FTS5, or PostgreSQL's "
+                "tsvector columns from schema revision 0011)",
+                hint="run `dk-mirror db upgrade`; local search needs SQLite or PostgreSQL",
             )
 
     def has_search_index(self) -> bool:
-        """Whether local full-text search is available (SQLite with the index built)."""
+        """Whether local full-text search is available (SQLite's FTS5 or PostgreSQL's
+        tsvector index built)."""
         found: bool | None = getattr(self, "_has_index", None)
         if found is None:
             with self.engine.connect() as conn:
