@@ -1,8 +1,9 @@
 """Crawl state in the store: crawls, their frontiers, and names upstream does not have.
 
 Every change a batch makes (its documents, the states of its names, the names its pages link
-to, what upstream lacks) is one transaction, so a crawl killed at any moment resumes from a
-consistent frontier and never fetches a committed batch again.
+to, what upstream lacks) commits in one transaction with it (a group of batches that arrived
+together shares one), so a crawl killed at any moment resumes from a consistent frontier and
+never fetches a committed batch again.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class Crawls:
                 crawl_frontier.c.name == bindparam("n"),
             )
             .values(state=bindparam("s"))
+        )
+        # Built once: SQLAlchemy then reuses its compiled form (an IN list expanded per call).
+        self._forget_missing = delete(missing_documents).where(
+            missing_documents.c.name.in_(bindparam("names", expanding=True))
         )
 
     def begin(
@@ -229,37 +234,41 @@ class Crawls:
     def commit(
         self,
         crawl_id: int,
-        changes: BatchChanges,
+        group: Sequence[BatchChanges],
         *,
         fetched_at: float,
         upstream: str,
         max_docs: int | None,
     ) -> int:
-        """Write one batch: documents, states, new names, missing names: all or nothing.
+        """Write a group of batches in ONE transaction (documents, states, new names, missing
+        names): all or nothing, exactly as if each batch were committed in turn, in order.
         Returns how many names the frontier gained."""
+        documents = [doc for changes in group for doc in changes.documents]
+        states = [(n, s) for changes in group for n, s in changes.states.items()]
+        missing = [n for changes in group for n in changes.missing]
+        found = [n for changes in group for n in changes.found]
         added = 0
         with self._writer() as conn, conn.begin():
-            if changes.documents:
-                self._write_documents(conn, changes.documents, fetched_at, upstream)
-            if changes.states:
+            if documents:
+                self._write_documents(conn, documents, fetched_at, upstream)
+            if states:
                 conn.execute(
-                    self._set_state,
-                    [{"cid": crawl_id, "n": n, "s": s} for n, s in changes.states.items()],
+                    self._set_state, [{"cid": crawl_id, "n": n, "s": s} for n, s in states]
                 )
-            if changes.children:
-                added = self._add(conn, crawl_id, changes.children, changes.child_depth, max_docs)
-            if changes.missing:
+            # Children in batch order, so the frontier's order (and which page a name was
+            # first found from) is the one batch-by-batch commits would give.
+            for depth, children in _children_by_depth(group):
+                added += self._add(conn, crawl_id, children, depth, max_docs)
+            if missing:
                 conn.execute(
                     self._note_missing,
                     [
                         {"name": n, "first_missing_at": fetched_at, "checked_at": fetched_at}
-                        for n in changes.missing
+                        for n in missing
                     ],
                 )
-            if changes.found:
-                conn.execute(
-                    delete(missing_documents).where(missing_documents.c.name.in_(changes.found))
-                )
+            for start in range(0, len(found), _CHUNK):
+                conn.execute(self._forget_missing, {"names": found[start : start + _CHUNK]})
             conn.execute(
                 update(crawls).where(crawls.c.id == crawl_id).values(updated_at=fetched_at)
             )
@@ -326,3 +335,16 @@ class Crawls:
             query = query.where(missing_documents.c.checked_at >= checked_since)
         with self.engine.connect() as conn:
             return {str(n) for n in conn.execute(query).scalars()}
+
+
+def _children_by_depth(group: Sequence[BatchChanges]) -> list[tuple[int, list[tuple[str, str]]]]:
+    """The group's children as runs of one depth each, in batch order."""
+    runs: list[tuple[int, list[tuple[str, str]]]] = []
+    for changes in group:
+        if not changes.children:
+            continue
+        if runs and runs[-1][0] == changes.child_depth:
+            runs[-1][1].extend(changes.children)
+        else:
+            runs.append((changes.child_depth, list(changes.children)))
+    return runs
