@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, select, update
+from sqlalchemy import (
+    BindParameter,
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    delete,
+    func,
+    select,
+    update,
+)
 
 from ..models import Document
 from .rows import dialect_insert
@@ -74,10 +84,14 @@ class Crawls:
             )
             .values(state=bindparam("s"))
         )
-        # Built once: SQLAlchemy then reuses its compiled form (an IN list expanded per call).
-        self._forget_missing = delete(missing_documents).where(
-            missing_documents.c.name.in_(bindparam("names", expanding=True))
+        # Built once: SQLAlchemy then reuses their compiled forms (an IN list expanded per
+        # call) instead of building and hashing a new statement for every batch.
+        names: BindParameter[list[str]] = bindparam("names", expanding=True)
+        self._forget_missing = delete(missing_documents).where(missing_documents.c.name.in_(names))
+        self._in_frontier = select(crawl_frontier.c.name).where(
+            crawl_frontier.c.crawl_id == bindparam("cid"), crawl_frontier.c.name.in_(names)
         )
+        self._missing = select(missing_documents.c.name).where(missing_documents.c.name.in_(names))
 
     def begin(
         self, key: str, spec_json: str, seeds: Sequence[str], *, now: float, max_docs: int | None
@@ -168,11 +182,7 @@ class Crawls:
         for start in range(0, len(listed), _CHUNK):
             part = listed[start : start + _CHUNK]
             known.update(
-                conn.execute(
-                    select(crawl_frontier.c.name).where(
-                        crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.name.in_(part)
-                    )
-                ).scalars()
+                conn.execute(self._in_frontier, {"cid": crawl_id, "names": part}).scalars()
             )
         new = [n for n in listed if n not in known]
         if max_docs is not None and new:
@@ -330,11 +340,11 @@ class Crawls:
         """Which of `names` upstream was found to lack (at or after `checked_since`, if given)."""
         if not names:
             return set()
-        query = select(missing_documents.c.name).where(missing_documents.c.name.in_(list(names)))
+        query = self._missing
         if checked_since is not None:
             query = query.where(missing_documents.c.checked_at >= checked_since)
         with self.engine.connect() as conn:
-            return {str(n) for n in conn.execute(query).scalars()}
+            return {str(n) for n in conn.execute(query, {"names": list(names)}).scalars()}
 
 
 def _children_by_depth(group: Sequence[BatchChanges]) -> list[tuple[int, list[tuple[str, str]]]]:
