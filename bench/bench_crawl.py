@@ -181,7 +181,7 @@ def child(argv: list[str]) -> None:
         start, cpu = time.perf_counter(), time.process_time()
         report = mirror.crawl(spec, CrawlOptions(concurrency=int(concurrency)))
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_kb = peak_rss_kb() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
         json.dumps(
             {
@@ -193,6 +193,23 @@ def child(argv: list[str]) -> None:
             }
         )
     )
+
+
+def peak_rss_kb() -> int | None:
+    """This process's own peak RSS (KiB) on Linux, else None.
+
+    Not ru_maxrss: Linux carries the parent's high-water mark over fork and exec into the
+    child's, so a child started by a bench holding a 50,000-page emulator "peaked" at the
+    parent's size. VmHWM belongs to the address space exec made.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def store_bound(db: str) -> float:

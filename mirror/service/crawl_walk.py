@@ -331,7 +331,7 @@ class Walk:
                     break
                 group.append(item)
                 documents += len(item.changes.documents) if item and item.changes else 0
-            ended = None in group
+            ended = any(item is None for item in group)  # the end marker
             batches = [item for item in group if item is not None]
             if not batches:
                 continue
