@@ -20,7 +20,7 @@ import pytest
 
 from mirror.config import ENV_GET_RATE, ENV_QUOTA_WINDOW, Settings
 from mirror.service import Mirror
-from mirror.service.pacing import SharedPacer, pacers
+from mirror.service.pacing import LEASE_MAX, LEASE_SPAN, SharedPacer, pacers
 from mirror.store.store import Store
 from mirror.upstream.pacing import Pacer, Rule, reserve
 from mirror.upstream.retry import RetryPolicy
@@ -114,6 +114,68 @@ def test_each_upstream_and_quota_has_its_own_bucket(two_stores: tuple[Store, Sto
     assert shared(store, clock, bucket="search").acquire() == 0.0
     assert shared(store, clock, upstream="http://other.test").acquire() == 0.0
     assert store.buckets.get(UP, "answer") is None
+
+
+def _counting_changes(store: Store) -> list[int]:
+    """Count the bucket's write transactions on `store` (the real ones still run)."""
+    calls: list[int] = []
+    change = store.buckets.change
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return change(*args)
+
+    store.buckets.change = counted  # type: ignore[method-assign]
+    return calls
+
+
+def test_at_a_huge_rate_one_transaction_leases_several_slots_counted_in_the_row(
+    two_stores: tuple[Store, Store],
+) -> None:
+    # Pacing lifted (10M calls/min, slots 6 us apart): 64 calls cost 2 write transactions,
+    # not 64, and the row holds exactly the 64 slots, as one bucket in memory would.
+    rule = Rule.per_minute(10_000_000)
+    frozen = FakeTime(1000.0)
+    store = two_stores[0]
+    transactions = _counting_changes(store)
+    pacer = SharedPacer(
+        store, UP, "get", rule, clock=frozen.clock, sleep=frozen.sleep,
+        fallback=Pacer.for_rule(rule),
+    )  # fmt: skip
+    waits = [pacer.acquire() for _ in range(2 * LEASE_MAX)]
+    assert len(transactions) == 2 and max(waits) <= LEASE_SPAN
+    state = None
+    for _ in range(2 * LEASE_MAX):
+        state, _start = reserve(state, rule, 1000.0)
+    assert store.buckets.get(UP, "get") == state
+    # Another process on the store sees them: its first slot comes after all 64.
+    assert state is not None
+    other = SharedPacer(
+        two_stores[1], UP, "get", rule, clock=frozen.clock, sleep=frozen.sleep,
+        fallback=Pacer.for_rule(rule),
+    )  # fmt: skip
+    now = frozen.now  # moved on by the waits of the slots after the burst
+    assert other.acquire() == pytest.approx(reserve(state, rule, now)[1] - now)
+
+
+def test_a_leased_slot_is_never_used_late_and_a_real_quota_leases_one(
+    two_stores: tuple[Store, Store],
+) -> None:
+    frozen = FakeTime(0.0)
+    store = two_stores[0]
+    transactions = _counting_changes(store)
+    huge = SharedPacer(
+        store, UP, "get", Rule.per_minute(10_000_000), clock=frozen.clock,
+        sleep=frozen.sleep, fallback=Pacer.for_rule(RULE),
+    )  # fmt: skip
+    huge.acquire()
+    frozen.now += 1.0  # the rest of its lease is stale now: a new transaction
+    huge.acquire()
+    assert len(transactions) == 2
+    paced = shared(store, frozen, bucket="search")  # RULE: slots 1.25 s apart
+    for _ in range(4):
+        paced.acquire()
+    assert len(transactions) == 6  # one each
 
 
 # -- read-only stores: this process only, said in a log line ----------------------------------

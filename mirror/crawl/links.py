@@ -113,6 +113,10 @@ class _Code:
 
 def _link_text_start(text: str, close: int) -> int | None:
     """Where the `[` of the link text that ends at `close` (its `]`) is, or None."""
+    # The common case, a link text with no brackets in it, found without a walk in Python.
+    opening = text.rfind("[", max(0, close - _MAX_TEXT + 1), close)
+    if opening >= 0 and text.find("]", opening, close) < 0:
+        return None if text.find("\n\n", opening, close) >= 0 else opening
     depth = 0
     for i in range(close - 1, max(-1, close - _MAX_TEXT), -1):
         char = text[i]

@@ -7,12 +7,22 @@ store that cannot be written (read-only) paces in this process only, and says so
 
 Times in the row are Unix time, the one clock processes share; on a PostgreSQL store used
 from several machines their clocks must agree (NTP) to within a fraction of the slack.
+
+A quota so large that its slots come microseconds apart (pacing lifted, as a bench or a
+private upstream does) would still cost a write transaction per call, each one waiting for
+the write lock behind a crawl's commits. There a reservation takes a short lease: the next
+few slots that start within LEASE_SPAN, handed to this process's next calls. The slots are
+counted in the shared row like any other, so sharing is exact; a lease is used within
+LEASE_TTL (well inside the rule's SLACK) or dropped, which only wastes a few microseconds of
+quota. At real quotas (100/min: 0.6 s apart) a lease is one slot, as before.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,6 +40,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("mirror.service")
 
 BUCKETS = ("get", "search")
+# A lease holds only as many slots as the full rate gives in this span (seconds), and only
+# those that start within it...
+LEASE_SPAN = 0.005
+# ...at most this many of them...
+LEASE_MAX = 32
+# ...and a leased slot not used this long after its start is dropped, not used late.
+LEASE_TTL = 0.05
 
 
 class SharedPacer:
@@ -53,27 +70,56 @@ class SharedPacer:
         self._sleep = sleep
         self._fallback = fallback
         self._warned = False
+        # Start times of slots reserved in the shared row and not used yet (see LEASE_SPAN).
+        self._leased: deque[float] = deque()
+        self._lease_lock = threading.Lock()
 
     def acquire(self) -> float:
         """Reserve the next slot in the shared bucket, then wait for it; the seconds waited."""
-
-        def step(state: BucketState, now: float) -> tuple[BucketState, float]:
-            new, start = reserve(state, self.rule, now)
-            return new, start - now
-
-        try:
-            delay = self._store.buckets.change(*self._key, step, self._clock)
-        except StoreError as exc:
-            self._fell_back(exc)
+        with self._lease_lock:
+            now = self._clock()
+            while self._leased and self._leased[0] < now - LEASE_TTL:
+                self._leased.popleft()  # too old to start now: dropped, never used late
+            if self._leased:
+                start = self._leased.popleft()
+            else:
+                try:
+                    starts = self._store.buckets.change(*self._key, self._lease, self._clock)
+                except StoreError as exc:
+                    self._fell_back(exc)
+                    start = None
+                else:
+                    start = starts[0]
+                    self._leased.extend(starts[1:])
+                now = self._clock()
+        if start is None:
             return self._fallback.acquire()
+        delay = start - now
         # Outside the transaction: a sleeping caller holds no lock.
         if delay > 0:
             self._sleep(delay)
         return delay
 
+    def _lease(self, state: BucketState, now: float) -> tuple[BucketState, list[float]]:
+        """The next slot, and the ones after it that start within LEASE_SPAN of `now`."""
+        state, start = reserve(state, self.rule, now)
+        starts = [start]
+        # Only slots that fit in LEASE_SPAN at the full rate: at a real quota a lease is the
+        # one slot asked for, so a one-call process never takes (and wastes) the burst.
+        size = min(LEASE_MAX, int(LEASE_SPAN / self.rule.interval))
+        while len(starts) < size:
+            after, start = reserve(state, self.rule, now)
+            if start > now + LEASE_SPAN:
+                break
+            state = after
+            starts.append(start)
+        return state, starts
+
     def slow_down(self, retry_after: float | None) -> None:
         """Upstream answered 429: slow the shared bucket, so every process slows down."""
         self._fallback.slow_down(retry_after)  # kept in step, in case the store fails later
+        with self._lease_lock:
+            self._leased.clear()  # slots leased at the old pace are not used
 
         def step(state: BucketState, now: float) -> tuple[BucketState, None]:
             return slow_down(state, self.rule, now, retry_after), None
