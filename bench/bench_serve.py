@@ -221,10 +221,12 @@ def load_part(db: Path, names: list[str], seconds: float) -> None:
                     f"p99 {ms(pct(base.latencies, 99)):>11}  |  p99 ratio "
                     f"{pct(ours.latencies, 99) / pct(base.latencies, 99):4.1f}x (target <= 3x)"
                 )
-            by_clients = {c: o.rps for c, o, _b in rows}
+            ours_by, bare_by = {c: o.rps for c, o, _b in rows}, {c: b.rps for c, _o, b in rows}
+            # The bare endpoint's own change shows what the machine's load did between levels.
             print(
-                f"{kind:15} throughput 64 vs 8 clients: {by_clients[64] / by_clients[8]:.2f}x "
-                "(target >= 1.0x: flat or rising)"
+                f"{kind:15} throughput 64 vs 8 clients: {ours_by[64] / ours_by[8]:.2f}x "
+                f"(target >= 1.0x: flat or rising); bare {bare_by[64] / bare_by[8]:.2f}x; "
+                f"mirror/bare {ours_by[8] / bare_by[8]:.2f} at 8, {ours_by[64] / bare_by[64]:.2f} at 64"
             )
         os.unlink(f.name)
     finally:
