@@ -206,7 +206,9 @@ def _run_two_fetches(
                     text=True,
                 )
             )
-    time.sleep(1.0)  # both start up (imports); they then block reading their names
+    # Both start up (imports; seconds on a loaded machine), then block reading their names:
+    # one still importing when the other has sent half its batches would not run beside it.
+    time.sleep(2.5)
     for proc, names in zip(procs, (first, second), strict=True):
         assert proc.stdin is not None
         proc.stdin.write("\n".join(names) + "\n")
