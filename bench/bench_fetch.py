@@ -1,15 +1,15 @@
 """Mirror.fetch of the ~2,000-document corpus from the emulator, with faults vs without.
 
-Usage: python -m bench.bench_fetch [--rate 0.1] [--latency 0.05] [--backoff-scale 0.01]
+Usage: python -m bench.bench_fetch [--rate 0.1] [--latency 0.05] [--backoff-scale 1]
        [--transport rest|mcp] [--rounds 2]
 Target (issue 9): documents/s with 10% of each fault (latency, 503, drop, truncate, bad_json)
 at least 0.6x the same run with no faults; every document byte-exact.
 
 Each round fetches the whole corpus into a fresh SQLite store twice, once clean and once with
 faults, from one emulator whose faults are drawn from a seeded RNG. The retry policy is the
-production one (5 attempts, 60 s deadline, exponential backoff with jitter) with its waits
-scaled by --backoff-scale, since a 1 s first backoff against a local emulator that answers in
-milliseconds would measure only sleep; pacing is lifted (the emulator has no quota).
+production one (5 attempts, 60 s deadline, the waits of upstream/retry.py), its waits real by
+default (--backoff-scale below 1 shortens them, to see what the waits cost); pacing is lifted
+(the emulator has no quota), and fetch keeps its usual batches in flight.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import gzip
 import json
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,18 @@ def inject_faults(emu: Emulator, rate: float, latency: float) -> None:
         emu.inject(fault, times=-1, rate=rate)
 
 
+def scaled(policy: RetryPolicy, factor: float) -> RetryPolicy:
+    """`policy` with every wait multiplied by `factor` (attempts and deadline unchanged)."""
+    return replace(
+        policy,
+        initial=policy.initial * factor,
+        max_wait=policy.max_wait * factor,
+        jitter=policy.jitter * factor,
+        unavailable_initial=policy.unavailable_initial * factor,
+        unavailable_max=policy.unavailable_max * factor,
+    )
+
+
 def one_run(
     emu: Emulator, docs: list[dict[str, Any]], args: argparse.Namespace, faults: bool
 ) -> tuple[float, int]:
@@ -52,8 +65,7 @@ def one_run(
     emu.reset()
     if faults:
         inject_faults(emu, args.rate, args.latency)
-    scale = args.backoff_scale
-    policy = RetryPolicy(initial=1.0 * scale, max_wait=32.0 * scale, jitter=1.0 * scale)
+    policy = scaled(RetryPolicy(), args.backoff_scale)
     names = [d["name"] for d in docs]
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
@@ -88,7 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rate", type=float, default=0.1, help="share of requests per fault")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds a latency fault adds")
-    parser.add_argument("--backoff-scale", type=float, default=0.01)
+    parser.add_argument("--backoff-scale", type=float, default=1.0, help="1: the real waits")
     parser.add_argument("--transport", choices=["rest", "mcp"], default="rest")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()

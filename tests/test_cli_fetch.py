@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from mirror.cli.main import cli
+from mirror.service.documents import FETCH_CONCURRENCY
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
 
@@ -100,11 +101,12 @@ def test_a_name_not_found_upstream_exits_3(env: dict[str, str]) -> None:
 def test_ctrl_c_saves_what_was_fetched_exits_130_and_a_rerun_continues(
     env: dict[str, str], upstream: Emulator
 ) -> None:
-    # Each batch takes 0.3 s, so the interrupt lands mid-run: 10 batches are 3 s.
-    upstream.inject(Fault("latency", seconds=0.3), times=-1)
+    # Each batch takes 0.5 s, so the interrupt lands mid-run: 10 batches, 4 at a time, are
+    # 1.5 s. A request past the first ones in flight means a batch has answered and is saved.
+    upstream.inject(Fault("latency", seconds=0.5), times=-1)
     proc = _dk_mirror(env, "fetch", *NAMES)
     deadline = time.monotonic() + 30
-    while upstream.count() < 3 and time.monotonic() < deadline:
+    while upstream.count() < FETCH_CONCURRENCY + 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)

@@ -9,7 +9,7 @@ import pytest
 from mirror.config import Settings
 from mirror.errors import AuthError, ProtocolError, Unavailable
 from mirror.models import Document
-from mirror.service import Mirror
+from mirror.service import Mirror, documents
 from mirror.service.documents import FETCH_STOP_AFTER
 from mirror.upstream.retry import RetryPolicy
 from tests.conftest import stored
@@ -98,7 +98,11 @@ def test_malformed_json_fails_its_batch_without_retries_and_the_run_goes_on(
     assert _calls(upstream) == 1 + 4 + 1  # no retries: the shape will not improve
 
 
-def test_a_run_stops_when_upstream_is_down_and_says_so(fetcher: Mirror, upstream: Emulator) -> None:
+def test_a_run_stops_when_upstream_is_down_and_says_so(
+    fetcher: Mirror, upstream: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One batch at a time, so "in a row" is the order they were sent in.
+    monkeypatch.setattr(documents, "FETCH_CONCURRENCY", 1)
     upstream.inject(Fault("status", status=503), times=-1)
     report = fetcher.fetch(NAMES)
     assert report.failed == NAMES and report.fetched == 0
@@ -112,10 +116,15 @@ def test_a_refused_key_stops_the_run_at_once(db_url: str, upstream: Emulator) ->
     with Mirror(settings, retry=RetryPolicy(sleep=lambda _s: None)) as mirror:
         report = mirror.fetch(NAMES)
     assert isinstance(report.error, AuthError) and report.failed == NAMES
-    assert report.stopped and _calls(upstream) == 1
+    # Only the batches already in flight when the first refusal came back were sent.
+    assert report.stopped and _calls(upstream) <= documents.FETCH_CONCURRENCY
 
 
-def test_a_host_that_does_not_resolve_stops_the_run_without_retries(db_url: str) -> None:
+def test_a_host_that_does_not_resolve_stops_the_run_without_retries(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One batch at a time: with 5 batches and 4 in flight, all would have started already.
+    monkeypatch.setattr(documents, "FETCH_CONCURRENCY", 1)
     clock = FakeTime()
     settings = Settings(db_url=db_url, upstream="http://dk-mirror-test.invalid", api_key="k")
     with Mirror(settings, retry=RetryPolicy(sleep=clock.sleep, clock=clock.clock)) as mirror:

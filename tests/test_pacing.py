@@ -255,7 +255,16 @@ def test_a_client_counts_its_retries_429s_and_quota_waits(emulator: Emulator) ->
         seen.append(upstream.stats.waiting_for_quota)
         t.sleep(seconds)
 
-    upstream = open_upstream(settings, retry=RetryPolicy(jitter=0.0, sleep=sleep, clock=t.clock))
+    # A 503's backoff drawn as a flat 4 s, long enough for the slowed bucket to be free again.
+    policy = RetryPolicy(
+        jitter=0.0,
+        unavailable_initial=4.0,
+        unavailable_multiplier=1.0,
+        random=lambda: 1.0,
+        sleep=sleep,
+        clock=t.clock,
+    )
+    upstream = open_upstream(settings, retry=policy)
     try:
         assert upstream.stats.calls == 0
         upstream.batch_get(["documents/www.tensorflow.org/README"])
@@ -264,7 +273,7 @@ def test_a_client_counts_its_retries_429s_and_quota_waits(emulator: Emulator) ->
         upstream.close()
     assert seen == [1, 1, 0]  # waiting for quota after each 429; not in the 503's backoff
     assert stats.waiting_for_quota == 0
-    # 429, 429 (Retry-After 3 s each), 503 (backoff 4 s: the third retry), then the answer;
+    # 429, 429 (Retry-After 3 s each), 503 (backoff 4 s), then the answer;
     # each try after a 429 starts as Retry-After ends, and the slowed bucket is free by then.
     assert t.slept == [3.0, 3.0, 4.0]
     assert (stats.calls, stats.retries, stats.throttled) == (4, 3, 2)
@@ -286,7 +295,8 @@ def test_waiting_for_the_quota_does_not_use_up_the_retry_deadline(emulator: Emul
         seen.append(upstream.stats.waiting_for_quota)
         t.sleep(seconds)
 
-    upstream = open_upstream(settings, retry=RetryPolicy(jitter=0.0, sleep=sleep, clock=t.clock))
+    policy = RetryPolicy(jitter=0.0, random=lambda: 1.0, sleep=sleep, clock=t.clock)
+    upstream = open_upstream(settings, retry=policy)
     name = "documents/www.tensorflow.org/README"
     try:
         upstream.batch_get([name])
@@ -295,7 +305,7 @@ def test_waiting_for_the_quota_does_not_use_up_the_retry_deadline(emulator: Emul
         stats = upstream.stats
     finally:
         upstream.close()
-    # Paced 60.5 s, a 503, backoff 1 s, paced again (the slot after), then the answer.
+    # Paced 60.5 s, a 503, backoff 1 s (the first 5xx wait, drawn at its top), paced again (the slot after), then the answer.
     assert t.slept == pytest.approx([60.5, 1.0, 59.5])
     assert seen == [1, 0, 1] and stats.waiting_for_quota == 0  # "waiting for quota" when paced
     assert (stats.calls, stats.retries) == (3, 1)

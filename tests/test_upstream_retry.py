@@ -19,6 +19,7 @@ from mirror.upstream.retry import (
     backoff_delay,
     call_with_retry,
     parse_retry_after,
+    retry_delay,
 )
 from tests.emulator import Emulator, Fault
 from tests.fakes import FakeTime
@@ -46,6 +47,42 @@ def test_backoff_delay(retry_number: int, unit_random: float, expected: float) -
     assert backoff_delay(retry_number, RetryPolicy(), unit_random) == pytest.approx(expected)
 
 
+def _quota(retry_after: float | None = None) -> Transient:
+    return Transient(QuotaExceeded("batchGet: HTTP 429", status=429), retry_after)
+
+
+_UNAVAILABLE = Transient(Unavailable("batchGet: HTTP 503", status=503))
+_CUT = Transient(ProtocolError("batchGet: HTTP 200 but the body is not JSON"))
+_DROPPED = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+
+
+@pytest.mark.parametrize(
+    ("retry_number", "exc", "unit_random", "expected"),
+    [
+        # 429 without Retry-After: the error-handling page's formula (initial * 2^n + jitter).
+        (0, _quota(), 0.5, 1.5),
+        (2, _quota(), 0.0, 4.0),
+        # 429 with Retry-After: exactly that, whatever the draw.
+        (0, _quota(retry_after=7.0), 0.9, 7.0),
+        # 5xx and timeouts: the API's gRPC config, full jitter over 1 s * 1.3^n, at most 10 s.
+        (0, _UNAVAILABLE, 1.0, 1.0),
+        (0, _UNAVAILABLE, 0.25, 0.25),
+        (3, _UNAVAILABLE, 1.0, 1.3**3),
+        (20, _UNAVAILABLE, 1.0, 10.0),
+        (1, httpx.ReadTimeout("slow"), 0.5, 0.65),
+        # Cut off (a dropped connection, a 200 that is not JSON): at once, then as a 5xx.
+        (0, _CUT, 0.9, 0.0),
+        (0, _DROPPED, 0.9, 0.0),
+        (1, _CUT, 1.0, 1.0),
+        (2, _DROPPED, 1.0, 1.3),
+    ],
+)
+def test_retry_delay_by_kind_of_failure(
+    retry_number: int, exc: BaseException, unit_random: float, expected: float
+) -> None:
+    assert retry_delay(retry_number, exc, RetryPolicy(), unit_random) == pytest.approx(expected)
+
+
 @pytest.mark.parametrize(
     ("header", "expected"),
     [
@@ -64,10 +101,6 @@ def test_parse_retry_after(header: str | None, expected: float | None) -> None:
     assert parse_retry_after(header, now) == expected
 
 
-def _quota(retry_after: float | None = None) -> Transient:
-    return Transient(QuotaExceeded("batchGet: HTTP 429", status=429), retry_after)
-
-
 def test_transient_failures_are_retried_until_success() -> None:
     t = FakeTime()
     outcomes: Iterator[object] = iter([_quota(), httpx.ReadTimeout("slow"), "ok"])
@@ -78,9 +111,10 @@ def test_transient_failures_are_retried_until_success() -> None:
             raise outcome
         return str(outcome)
 
-    policy = RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock)
+    policy = RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock, random=lambda: 0.5)
     assert call_with_retry(policy, "fetching", attempt) == "ok"
-    assert t.slept == [1.0, 2.0]
+    # A 429: 1 s (initial * 2^0); then a timeout, as a 5xx: half (the draw) of 1 s * 1.3.
+    assert t.slept == [1.0, pytest.approx(0.65)]
 
 
 def test_non_transient_errors_are_not_retried() -> None:
@@ -149,9 +183,10 @@ def test_attempts_are_told_how_much_time_is_left() -> None:
             raise httpx.ConnectError("refused")
         return "ok"
 
-    policy = RetryPolicy(deadline=20.0, jitter=0.0, sleep=t.sleep, clock=t.clock)
+    policy = RetryPolicy(deadline=20.0, sleep=t.sleep, clock=t.clock, random=lambda: 1.0)
     assert call_with_retry(policy, "fetching", attempt) == "ok"
-    assert seen == [20.0, 15.0, 9.0]  # 20; 20-4-1; 20-4-1-4-2
+    # Refused connections wait as a 5xx does (1 s, then 1.3 s): 20; 20-4-1; 20-4-1-4-1.3
+    assert seen == pytest.approx([20.0, 15.0, 9.7])
 
 
 def test_transport_errors_give_up_as_unavailable() -> None:
@@ -190,14 +225,16 @@ def test_retryable_statuses_are_retried_then_succeed(
 ) -> None:
     t = FakeTime()
     emulator.inject(Fault(kind="status", status=status, retry_after=retry_after), times=2)
-    upstream = _open(emulator, transport, RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock))
+    policy = RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock, random=lambda: 1.0)
+    upstream = _open(emulator, transport, policy)
     try:
         docs = upstream.batch_get(NAMES)
     finally:
         upstream.close()
     assert [d.name for d in docs] == NAMES
     assert _calls(emulator, transport) == 3
-    assert t.slept == ([3.0, 3.0] if retry_after else [1.0, 2.0])
+    # Retry-After when given; a 5xx waits gRPC's full-jitter bound, drawn here at its top.
+    assert t.slept == ([3.0, 3.0] if retry_after else [1.0, pytest.approx(1.3)])
 
 
 def test_retry_after_as_an_http_date(emulator: Emulator, transport: str) -> None:
@@ -244,7 +281,7 @@ def test_persistent_failures_give_up_after_five_attempts(
 def test_slow_answers_give_up_within_the_deadline(emulator: Emulator, transport: str) -> None:
     # Each answer takes 0.3 s of real time and is a 503; the whole call may take 1 s.
     emulator.inject(Fault(kind="status", status=503, seconds=0.3), times=-1)
-    policy = RetryPolicy(deadline=1.0, initial=0.01, jitter=0.0, sleep=lambda _s: None)
+    policy = RetryPolicy(deadline=1.0, unavailable_initial=0.01, jitter=0.0, sleep=lambda _s: None)
     upstream = _open(emulator, transport, policy)
     started = time.monotonic()
     try:
@@ -301,14 +338,16 @@ def test_a_body_that_stays_broken_gives_up_within_the_attempt_budget(
 ) -> None:
     t = FakeTime()
     emulator.inject(Fault("truncate", framing="exact"), times=-1)
-    policy = RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock)
+    policy = RetryPolicy(jitter=0.0, sleep=t.sleep, clock=t.clock, random=lambda: 1.0)
     upstream = _open(emulator, transport, policy)
     try:
         with pytest.raises(ProtocolError) as info:
             upstream.batch_get(NAMES)
     finally:
         upstream.close()
-    assert _calls(emulator, transport) == 5 and t.slept == [1.0, 2.0, 4.0, 8.0]
+    # A cut answer is retried at once, then with the 5xx backoff (1 s x 1.3^n).
+    assert _calls(emulator, transport) == 5
+    assert t.slept == pytest.approx([0.0, 1.0, 1.3, 1.69])
     text = str(info.value)
     assert "gave up after 5 attempt(s)" in text and "not JSON" in text
     assert emulator.base_url in text and "test-key" not in text

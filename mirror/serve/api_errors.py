@@ -19,11 +19,11 @@ down to it and still cache the rest, as it does with Google's atomic batchGet 40
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from mcp_types import CallToolResult, TextContent
 
 from ..errors import (
@@ -118,8 +118,8 @@ def tool_error(error: ApiError) -> CallToolResult:
 
 def tool_result(payload: dict[str, Any]) -> CallToolResult:
     """An MCP tool result: `structuredContent` plus the same JSON as a text block."""
-    # ASCII with \u escapes: the same JSON to any reader, and encoded twice as fast.
-    text = json.dumps(payload)
+    # orjson: the text block of 20 documents in a fifth of json's time (rest_api.encode).
+    text = orjson.dumps(payload).decode()
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=payload, is_error=False
     )

@@ -12,6 +12,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from .answer_cache import AnswerCache
 from .body_limit import BodyLimit
 from .mcp_server import build_server
 from .options import ServeOptions
@@ -31,7 +32,8 @@ WORKER_THREADS = 40
 def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
     """The whole server for `mirror`, every route behind the Host/Origin/token guard and body limit."""
     prepare(mirror, options)
-    server = build_server(mirror, options)
+    cache = answer_cache(mirror, options)
+    server = build_server(mirror, options, cache)
     # Stateless, plain-JSON streamable HTTP, like Google's endpoint: a client may call
     # tools/call without initialize or a session, and every answer is one JSON body.
     mcp_http = server.streamable_http_app(
@@ -42,7 +44,7 @@ def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
     )
     routes: list[BaseRoute] = [
         *mcp_http.routes,
-        *rest_routes(mirror, options),
+        *rest_routes(mirror, options, cache),
         *browser_routes(mirror, options),
     ]
 
@@ -66,6 +68,11 @@ def prepare(mirror: Mirror, options: ServeOptions) -> None:
     The store is sized for the worker threads (plus the event loop's own calls).
     """
     mirror.prepare(online=options.fetches, concurrency=WORKER_THREADS)
+
+
+def answer_cache(mirror: Mirror, options: ServeOptions) -> AnswerCache | None:
+    """The documents cache for a server that never fetches (see answer_cache.py); else None."""
+    return None if options.fetches else AnswerCache(mirror.store_generation)
 
 
 def transport_security(options: ServeOptions) -> TransportSecuritySettings:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
@@ -18,9 +19,10 @@ from .options import ServeOptions
 from .tool_schemas import BY_NAME
 
 if TYPE_CHECKING:
-    from ..service import GetResult, Mirror
+    from ..service import Mirror
     from ..service.answers import AnswerResult
     from ..service.search import SearchResult
+    from .answer_cache import AnswerCache
 
 INSTRUCTIONS = (
     "A dk-mirror of Google's Developer Knowledge API: the same search_documents, get_documents "
@@ -31,8 +33,11 @@ INSTRUCTIONS = (
 MCP_DOCUMENT_FIELDS = ("name", "uri", "content", "description", "title")
 
 
-def build_server(mirror: Mirror, options: ServeOptions) -> MCPServer:
-    """An MCP server exposing search_documents, get_documents and answer_query over `mirror`."""
+def build_server(
+    mirror: Mirror, options: ServeOptions, cache: AnswerCache | None = None
+) -> MCPServer:
+    """An MCP server exposing search_documents, get_documents and answer_query over `mirror`
+    (get_documents answers from `cache` when it holds the documents for the store as it is)."""
     secret = mirror.settings.api_key
 
     def guarded(work: Callable[[], dict[str, Any]]) -> CallToolResult:
@@ -45,9 +50,21 @@ def build_server(mirror: Mirror, options: ServeOptions) -> MCPServer:
         """Find documentation chunks (Google's search_documents)."""
         return guarded(lambda: search_payload(calls.search_documents(mirror, options, query)))
 
-    def get_documents(names: list[str]) -> CallToolResult:
+    async def get_documents(names: list[str]) -> CallToolResult:
         """Full documents by name, at most 20 (Google's get_documents)."""
-        return guarded(lambda: get_payload(calls.get_documents(mirror, options, names)))
+        generation = cache.generation() if cache is not None else None
+        kept = cache.documents(names, generation) if cache is not None else None
+        if kept is not None:
+            return guarded(lambda: documents_payload(kept))  # on the event loop: no store read
+
+        def read() -> dict[str, Any]:
+            documents = calls.get_documents(mirror, options, names).documents
+            if cache is not None:
+                cache.keep(names, documents, generation)
+            return documents_payload(documents)
+
+        # The store read blocks: in the thread pool, as the SDK runs a sync tool.
+        return await anyio.to_thread.run_sync(guarded, read)
 
     def answer_query(query: str) -> CallToolResult:
         """A grounded answer with the names of the documents used (Google's answer_query)."""
@@ -64,7 +81,7 @@ def build_server(mirror: Mirror, options: ServeOptions) -> MCPServer:
     )
 
 
-def _tool(handler: Callable[..., CallToolResult]) -> Tool:
+def _tool(handler: Callable[..., CallToolResult | Awaitable[CallToolResult]]) -> Tool:
     """A Tool running `handler`, listed with the reference schemas rather than derived ones."""
     spec = BY_NAME[handler.__name__]
     tool = Tool.from_function(
@@ -81,9 +98,9 @@ def _tool(handler: Callable[..., CallToolResult]) -> Tool:
     return tool
 
 
-def get_payload(result: GetResult) -> dict[str, Any]:
+def documents_payload(documents: Sequence[Document]) -> dict[str, Any]:
     """get_documents output: `{"documents": [{name, uri, content, description, title}]}`."""
-    return {"documents": [mcp_document(doc) for doc in result.documents]}
+    return {"documents": [mcp_document(doc) for doc in documents]}
 
 
 def mcp_document(doc: Document) -> dict[str, Any]:

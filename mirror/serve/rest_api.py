@@ -12,10 +12,11 @@ are accepted and ignored: the mirror has its own auth (security.py) and returns 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -28,6 +29,7 @@ from .options import ServeOptions
 
 if TYPE_CHECKING:
     from ..service import Mirror
+    from .answer_cache import AnswerCache
 
 VERSIONS = ("v1", "v1alpha")
 JSON_TYPE = "application/json; charset=UTF-8"
@@ -46,9 +48,12 @@ _ANSWER_FIELDS = frozenset({"query", "filter"})
 ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
-def rest_routes(mirror: Mirror, options: ServeOptions) -> list[BaseRoute]:
-    """Routes for /v1 and /v1alpha (the two versions share one message set)."""
-    api = _RestApi(mirror, options)
+def rest_routes(
+    mirror: Mirror, options: ServeOptions, cache: AnswerCache | None = None
+) -> list[BaseRoute]:
+    """Routes for /v1 and /v1alpha (the two versions share one message set); documents come
+    from `cache` when it holds them for the store as it is now."""
+    api = _RestApi(mirror, options, cache)
     routes: list[BaseRoute] = []
     for version in VERSIONS:
         routes += [
@@ -64,10 +69,20 @@ def rest_routes(mirror: Mirror, options: ServeOptions) -> list[BaseRoute]:
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    """Compact JSON with Google's content type."""
-    # ASCII with \u escapes: the same JSON to any parser, and encoded twice as fast.
-    body = json.dumps(data, separators=(",", ":")).encode("ascii")
-    return Response(body, status, headers=headers, media_type=JSON_TYPE)
+    """Compact UTF-8 JSON with Google's content type."""
+    return Response(encode(data), status, headers=headers, media_type=JSON_TYPE)
+
+
+def encode(data: Any) -> bytes:
+    """Compact UTF-8 JSON, as upstream sends it."""
+    # orjson: a 20-document answer (~230 kB) in 0.5 ms instead of json's 2.8 ms, which had
+    # been the largest cost of a batchGet on the event loop (bench/bench_serve.py).
+    return orjson.dumps(data)
+
+
+def documents_body(encoded: Sequence[bytes]) -> bytes:
+    """A BatchGetDocumentsResponse from its documents' JSON: the same bytes as encode() of it."""
+    return b'{"documents":[' + b",".join(encoded) + b"]}"
 
 
 def error_response(error: api_errors.ApiError, headers: dict[str, str] | None = None) -> Response:
@@ -111,41 +126,66 @@ def page_size_of(raw: str | None) -> int | None:
 class _RestApi:
     """The route handlers; each parses, calls `calls`, and renders JSON."""
 
-    def __init__(self, mirror: Mirror, options: ServeOptions) -> None:
+    def __init__(self, mirror: Mirror, options: ServeOptions, cache: AnswerCache | None) -> None:
         self.mirror = mirror
         self.options = options
         self.secret = mirror.settings.api_key
+        self.cache = cache
 
     async def _run(self, work: Callable[[], Any]) -> Response:
-        # Mirror calls block (SQLite, upstream HTTP); they run in the thread pool.
+        # Mirror calls block (SQLite, upstream HTTP); they run in the thread pool, and so does
+        # encoding their answer.
         try:
-            return json_response(await run_in_threadpool(work))
+            body = await run_in_threadpool(lambda: encode(work()))
+        except Exception as exc:
+            return error_response(api_errors.from_exception(exc, secret=self.secret))
+        return Response(body, media_type=JSON_TYPE)
+
+    async def _documents(self, names: list[str], raw_view: str | None) -> list[bytes] | Response:
+        """Each document's JSON in `raw_view`, in request order, or the error answer.
+
+        From the answer cache, on the event loop, when it has every one for the store as it is
+        now; else read in the thread pool (and kept for the next request).
+        """
+        cache, generation = self.cache, None
+        if cache is not None:
+            generation = cache.generation()
+            view = _VIEWS.get(raw_view or "DOCUMENT_VIEW_UNSPECIFIED")
+            kept = cache.encoded(names, view, generation) if view is not None else None
+            if kept is not None:
+                return kept
+
+        def work() -> list[bytes]:
+            view = view_of(raw_view)
+            if not names:
+                raise InvalidInput("names is required: give at least one document name")
+            result = calls.get_documents(self.mirror, self.options, names)
+            encoded = [encode(in_view(doc, view)) for doc in result.documents]
+            if cache is not None:
+                cache.keep(names, result.documents, generation, view, encoded)
+            return encoded
+
+        try:
+            return await run_in_threadpool(work)
         except Exception as exc:
             return error_response(api_errors.from_exception(exc, secret=self.secret))
 
     async def get(self, request: Request) -> Response:
         """GET /v1/documents/{name=**}."""
         name = "documents/" + request.path_params["name"]
-
-        def work() -> dict[str, Any]:
-            view = view_of(request.query_params.get("view"))
-            result = calls.get_documents(self.mirror, self.options, [name])
-            return in_view(result.documents[0], view)
-
-        return await self._run(work)
+        encoded = await self._documents([name], request.query_params.get("view"))
+        if isinstance(encoded, Response):
+            return encoded
+        return Response(encoded[0], media_type=JSON_TYPE)
 
     async def batch_get(self, request: Request) -> Response:
         """GET /v1/documents:batchGet?names=...&names=...&view=."""
-        names = request.query_params.getlist("names")
-
-        def work() -> dict[str, Any]:
-            view = view_of(request.query_params.get("view"))
-            if not names:
-                raise InvalidInput("names is required: give at least one document name")
-            result = calls.get_documents(self.mirror, self.options, names)
-            return {"documents": [in_view(doc, view) for doc in result.documents]}
-
-        return await self._run(work)
+        encoded = await self._documents(
+            request.query_params.getlist("names"), request.query_params.get("view")
+        )
+        if isinstance(encoded, Response):
+            return encoded
+        return Response(documents_body(encoded), media_type=JSON_TYPE)
 
     async def search(self, request: Request) -> Response:
         """GET /v1/documents:searchDocumentChunks."""

@@ -206,6 +206,14 @@ class Mirror:
         if online:
             ctx.upstream()
 
+    def store_generation(self) -> int | None:
+        """A number that changes whenever anyone commits to the store (an answer cache's key);
+        None when the store cannot tell (PostgreSQL, a Reader), so nothing may be cached."""
+        from ..store.store import Store
+
+        store = self._ctx().store
+        return store.generation() if isinstance(store, Store) else None
+
     def default_mode(self) -> Mode:
         """The mode the settings imply (offline, max age), for callers that build none."""
         return Mode(offline=self.settings.offline, max_age=self.settings.max_age)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from ..errors import AuthError, NotCached, NotFound, PermissionDenied, UpstreamE
 from ..models import CachedDocument, Document, Source, Summary, rfc3339
 from ..policy import Action, Mode, OnFailure, on_failure, plan
 from .context import Context
+from .parallel import in_parallel
 
 if TYPE_CHECKING:
     from ..upstream.batching import BatchOutcome
@@ -73,6 +75,9 @@ class GetResult:
 # `fetch` stops after this many batches in a row failed (after their retries): upstream is
 # down rather than flaky, and trying every other batch would only take deadline after deadline.
 FETCH_STOP_AFTER = 3
+# Batches a fetch has in flight at once: as refresh, 4 x 20 names keeps a 100/min quota busy
+# without bursting past it (the pacer spaces the calls in any case).
+FETCH_CONCURRENCY = 4
 
 
 @dataclass(slots=True)
@@ -256,38 +261,57 @@ class _FetchRun:
             )
 
     def one_pass(self, batches: list[list[str]]) -> list[list[str]]:
-        """Fetch and save `batches`; return those that failed (or were never tried)."""
+        """Fetch and save `batches`; return those that failed or were never tried, in order.
+
+        FETCH_CONCURRENCY batches are in flight at once, so one batch's retry waits (a 503's
+        backoff, a 429's Retry-After) do not hold up the others; the shared pacer still spaces
+        every call under the quota. Writes stay on this thread, in the order batches arrive.
+        A run that must stop starts no more batches and saves those already in flight.
+        """
         from ..upstream.batching import fetch_batch
 
         report = self.report
-        failed: list[list[str]] = []
+        failed: set[int] = set()  # id() of each batch that failed
+        settled: set[int] = set()  # id() of each batch saved or failed
         in_a_row = 0
-        for i, batch in enumerate(batches):
-            try:
-                outcome = fetch_batch(self.upstream, batch)
-            except (AuthError, PermissionDenied) as exc:
-                # Every other batch would be refused the same way.
-                report.error, report.stopped = exc, "upstream refused the key or the API"
-                return failed + batches[i:]
-            except UpstreamError as exc:
-                import logging  # here: only a failing fetch pays for importing logging
+        stop: str | None = None  # why no more batches start
+        refused = False
 
-                logging.getLogger("mirror").warning(
-                    "fetch: a batch of %d failed: %s", len(batch), exc.message
-                )
-                report.error = exc
-                failed.append(batch)
-                in_a_row += 1
-                if in_a_row >= FETCH_STOP_AFTER and i + 1 < len(batches):
-                    report.stopped = (
-                        f"{in_a_row} batches in a row failed, so the other "
-                        f"{len(batches) - i - 1} were not tried"
+        def call(batch: list[str]) -> BatchOutcome:
+            return fetch_batch(self.upstream, batch)
+
+        results = in_parallel(
+            batches, call, FETCH_CONCURRENCY, "dk-fetch", stopping=lambda: stop is not None
+        )
+        with closing(results):
+            for batch, outcome in results:
+                settled.add(id(batch))
+                if isinstance(outcome, AuthError | PermissionDenied):
+                    # Every other batch would be refused the same way.
+                    report.error, stop, refused = outcome, "refused", True
+                    failed.add(id(batch))
+                elif isinstance(outcome, UpstreamError):
+                    import logging  # here: only a failing fetch pays for importing logging
+
+                    logging.getLogger("mirror").warning(
+                        "fetch: a batch of %d failed: %s", len(batch), outcome.message
                     )
-                    return failed + batches[i + 1 :]
-                continue
-            in_a_row = 0
-            self.save(outcome)
-        return failed
+                    report.error = outcome
+                    failed.add(id(batch))
+                    in_a_row += 1
+                    if in_a_row >= FETCH_STOP_AFTER and stop is None:
+                        stop = f"{in_a_row} batches in a row failed"
+                elif isinstance(outcome, BaseException):
+                    raise outcome
+                else:
+                    in_a_row = 0
+                    self.save(outcome)
+        untried = len(batches) - len(settled)
+        if refused:
+            report.stopped = "upstream refused the key or the API"
+        elif stop is not None and untried:
+            report.stopped = f"{stop}, so the other {untried} were not tried"
+        return [b for b in batches if id(b) in failed or id(b) not in settled]
 
 
 def prefix_form(prefix: str) -> str:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .. import limits
 from ..errors import AuthError, PermissionDenied, UpstreamError
 from ..models import Document, Stamp, View, content_sha256
 from ..policy import refetch_needed
 from .context import Context
+from .parallel import in_parallel
 
 if TYPE_CHECKING:
     from ..upstream import Upstream
@@ -32,7 +32,6 @@ log = logging.getLogger("mirror")
 DEFAULT_CONCURRENCY = 4
 
 Progress = Callable[[int, int], None]
-T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -137,7 +136,7 @@ class _Run:
         def call(batch: list[str]) -> BatchOutcome:
             return fetch_batch(self.upstream, batch, view)
 
-        for batch, outcome in _in_parallel(batches, call, self.concurrency):
+        for batch, outcome in in_parallel(batches, call, self.concurrency, "dk-refresh"):
             if isinstance(outcome, BaseException):
                 if not self._failed(batch, outcome):
                     return
@@ -212,39 +211,3 @@ def _content_changes(ctx: Context, docs: Sequence[Document]) -> int:
         if d.content is not None
         and (d.name not in stored or stored[d.name].sha256 != content_sha256(d.content))
     )
-
-
-def _in_parallel(batches: list[list[str]], call: Callable[[list[str]], T], concurrency: int) -> Any:
-    """Yield (batch, result or exception) as calls finish, at most `concurrency` in flight.
-
-    With one worker the calls run on this thread. On Ctrl-C the calls not started are dropped
-    and the generator does not wait for those in flight (their threads end with their call).
-    """
-    if concurrency == 1:
-        for batch in batches:
-            try:
-                yield batch, call(batch)
-            except Exception as exc:  # handed to the caller with its batch
-                yield batch, exc
-        return
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="dk-refresh")
-    pending: dict[Future[T], list[str]] = {}
-    queue = iter(batches)
-    finished = False
-    try:
-        for batch in queue:
-            pending[pool.submit(call, batch)] = batch
-            if len(pending) >= concurrency:
-                break
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                batch = pending.pop(future)
-                failure = future.exception()
-                yield batch, (failure if failure is not None else future.result())
-                following = next(queue, None)
-                if following is not None:
-                    pending[pool.submit(call, following)] = following
-        finished = True
-    finally:
-        pool.shutdown(wait=finished, cancel_futures=True)

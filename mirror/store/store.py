@@ -6,6 +6,7 @@ The only package that imports SQLAlchemy. Writes go through Core statements buil
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
@@ -29,6 +30,7 @@ from ..models import (
 from . import engine as engines
 from . import sql
 from .failures import from_dbapi
+from .generation import GenerationProbe, probe_for
 from .rows import cached_document, document_row, upsert
 
 if TYPE_CHECKING:
@@ -81,6 +83,10 @@ class Store:
         self.readonly = False  # set by open(): a resized engine must open the same way
         # The semantic index's vectors in memory, reloaded when their generation changes.
         self._vectors: Matrix | None = None
+        # Opened on first use by generation(): only a server's answer cache asks.
+        self._probe: GenerationProbe | None = None
+        self._probe_lock = threading.Lock()
+        self._probe_opened = False
 
     @classmethod
     def open(
@@ -139,7 +145,22 @@ class Store:
     def close(self) -> None:
         """Close the idle read connections and every pooled connection."""
         self._close_idle()
+        with self._probe_lock:
+            if self._probe is not None:
+                self._probe.close()
+            self._probe, self._probe_opened = None, False
         self.engine.dispose()
+
+    def generation(self) -> int | None:
+        """A number that changes whenever anyone (any connection, any process) commits to
+        this store; None when it cannot tell (not an SQLite file, or unreadable right now)."""
+        if not self._probe_opened:
+            with self._probe_lock:
+                if not self._probe_opened:
+                    self._probe = probe_for(self.engine)
+                    self._probe_opened = True
+        probe = self._probe
+        return probe() if probe is not None else None
 
     def size_for(self, concurrency: int) -> None:
         """Keep connections for `concurrency` threads using the store at once (a server's workers).

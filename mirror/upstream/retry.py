@@ -38,6 +38,12 @@ _TRANSIENT_TRANSPORT: tuple[type[Exception], ...] = (
     httpx.NetworkError,
     httpx.RemoteProtocolError,  # dropped connection, truncated body
 )
+# Of those, the ones where the connection broke rather than upstream being slow or away.
+_CUT_OFF: tuple[type[Exception], ...] = (
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+)
 
 QUOTA_HINT = (
     f"the documented quota for Get and BatchGet together is {DEFAULT_GET_PER_MINUTE} calls/min "
@@ -76,15 +82,30 @@ def _sleep(seconds: float) -> None:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How hard to try: attempts, overall deadline (seconds) and backoff shape."""
+    """How hard to try: attempts, overall deadline (seconds) and backoff shape.
+
+    Three kinds of transient failure wait differently (`retry_delay`):
+    - 429 RESOURCE_EXHAUSTED: Retry-After when given, else the error-handling page's formula
+      min(max_wait, initial * 2^n + jitter): a quota refills on its own clock.
+    - 5xx (UNAVAILABLE and kin): the API's own gRPC service config, initialBackoff 1 s,
+      backoffMultiplier 1.3, maxBackoff 10 s, with gRPC's full jitter (a wait drawn from
+      [0, bound)), so a burst of failed calls does not come back in lockstep.
+    - A dropped connection or a 200 cut short or garbled: nothing said upstream is busy, so the
+      first retry goes at once (on a new connection); any later one waits as a 5xx does.
+    """
 
     max_attempts: int = 5
     deadline: float = 60.0
     initial: float = 1.0
     max_wait: float = 32.0
     jitter: float = 1.0
+    unavailable_initial: float = 1.0
+    unavailable_multiplier: float = 1.3
+    unavailable_max: float = 10.0
     sleep: Callable[[float], None] = _sleep
     clock: Callable[[], float] = time.monotonic
+    # A number in [0, 1) for each jittered wait (tests pin it).
+    random: Callable[[], float] = random.random
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +137,34 @@ class Transient(Exception):
 def backoff_delay(retry_number: int, policy: RetryPolicy, unit_random: float) -> float:
     """Seconds before retry `retry_number` (0-based): min(max_wait, initial*2^n + jitter)."""
     return min(policy.max_wait, policy.initial * 2.0**retry_number + policy.jitter * unit_random)
+
+
+def unavailable_delay(retry_number: int, policy: RetryPolicy, unit_random: float) -> float:
+    """Seconds before retry `retry_number` (0-based) of a 5xx: gRPC's full-jitter backoff."""
+    bound = policy.unavailable_initial * policy.unavailable_multiplier**retry_number
+    return min(policy.unavailable_max, bound) * unit_random
+
+
+def retry_delay(
+    retry_number: int, exc: BaseException | None, policy: RetryPolicy, unit_random: float
+) -> float:
+    """Seconds to wait before retry `retry_number` (0-based) after `exc` (see RetryPolicy)."""
+    if isinstance(exc, Transient) and exc.retry_after is not None:
+        return exc.retry_after  # the server knows when its quota refills; believe it
+    if is_quota(exc):
+        return backoff_delay(retry_number, policy, unit_random)
+    if is_cut_off(exc):
+        if retry_number == 0:
+            return 0.0
+        return unavailable_delay(retry_number - 1, policy, unit_random)
+    return unavailable_delay(retry_number, policy, unit_random)
+
+
+def is_cut_off(exc: BaseException | None) -> bool:
+    """True for a connection dropped mid-call or an answer cut short or garbled on the way."""
+    if isinstance(exc, Transient):
+        return isinstance(exc.error, ProtocolError)
+    return isinstance(exc, _CUT_OFF)
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -197,9 +246,7 @@ def call_with_retry(
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, Transient) and exc.retry_after is not None:
-            return exc.retry_after  # the server knows when its quota refills; believe it
-        return backoff_delay(state.attempt_number - 1, policy, random.random())
+        return retry_delay(state.attempt_number - 1, exc, policy, policy.random())
 
     def stop(state: RetryCallState) -> bool:
         if state.attempt_number >= policy.max_attempts:
