@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..search import lexical
+from ..search import lexical, translations
 from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
 # bm25 weights per doc_fts column (title, description, heading lines, body, side column).
@@ -61,6 +61,8 @@ _EXISTS = f"SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1"
 _VOCAB = f"SELECT term, doc FROM {FTS_VOCAB} WHERE term >= ? AND term < ? LIMIT ?"
 _BY_IDS = "SELECT id, name FROM search_docs WHERE id IN ({marks})"
 _CONTENT = "SELECT name, content FROM documents WHERE name IN ({marks})"
+_IDS = "SELECT name, id FROM search_docs WHERE name IN ({marks})"
+_HOLDING = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? AND rowid IN ({{marks}})"
 
 # (id, name) of an indexed document; with its rank after the id for `best`.
 DocRow = tuple[int, str]
@@ -134,14 +136,15 @@ def _candidates(
     return found, (top[-1][1] if len(top) == count else None)
 
 
-def _page(raw: Any, match: str, need: int, where: Filtered | None) -> list[RankedRow]:
-    """The first `need` documents matching `match` in (rank, name) order (a common match:
-    those that match in head_fts, when they fill the page)."""
+def _page(
+    raw: Any, match: str, need: int, where: Filtered | None, *, tiered: bool
+) -> list[RankedRow]:
+    """The first `need` documents matching `match` in (rank, name) order (a common match, if
+    `tiered`: those that match in head_fts, when they fill the page)."""
     # Not for "any of" matches: a page whose title holds one of a long question's words is
     # rarely its answer (on the 2,774-page corpus, paraphrased questions fell from 0.79 to
     # 0.54 hit@5 when they took this path).
-    tiered = where is None and " OR " not in match
-    if tiered and raw.execute(_COMMON, (match, COMMON)).fetchone()[0] >= COMMON:
+    if tiered and where is None and raw.execute(_COMMON, (match, COMMON)).fetchone()[0] >= COMMON:
         # Title alone first (a few thousand pages at most for the commonest word at 50,000
         # documents), then title, description and headings.
         for tier in ("{title} : (" + match + ")", match):
@@ -222,13 +225,13 @@ def rank_documents(
         attempts.append(either)
     hits: list[DocumentHit] = []
     seen: set[str] = set()
-    rows = _page(raw, attempts[0], limit, where)
+    rows = _page(raw, attempts[0], limit, where, tiered=len(terms) < LONG_QUERY)
     floor = 1.0
     for number, match in enumerate(attempts):
         if number:
             if len(hits) >= limit:
                 break
-            rows = _page(raw, match, limit + len(hits), where)
+            rows = _page(raw, match, limit + len(hits), where, tiered=False)
         for _, rank, name in rows:
             if name in seen:
                 continue
@@ -238,7 +241,32 @@ def rank_documents(
             hits.append(DocumentHit(name, rank, score))
         if hits:
             floor = hits[-1].score
-    return hits[:limit]
+    return _untranslated_first(raw, hits[:limit], terms)
+
+
+def _untranslated_first(
+    raw: Any, hits: list[DocumentHit], terms: list[lexical.Term]
+) -> list[DocumentHit]:
+    """`hits` with untranslated pages ahead of translations that hold no more of the query's
+    terms (mirror.search.translations says why). Costs nothing without a translation."""
+    if not any(translations.is_translation(h.name) for h in hits):
+        return hits
+    names = [h.name for h in hits]
+    marks = ", ".join("?" * len(names))
+    rowids = dict(raw.execute(_IDS.format(marks=marks), names).fetchall())
+    by_rowid = {rowid: name for name, rowid in rowids.items()}
+    held = dict.fromkeys(names, 0)
+    holding = _HOLDING.format(marks=", ".join("?" * len(rowids)))
+    for term in terms:
+        found = raw.execute(holding, [term.expr, *rowids.values()])
+        for (rowid,) in found:
+            held[by_rowid[rowid]] += 1
+    ordered = translations.untranslated_first(hits, lambda h: h.name, held)
+    # Positions keep their ranks and scores: the list stays best first whatever moved.
+    return [
+        DocumentHit(hit.name, place.rank, place.score)
+        for hit, place in zip(ordered, hits, strict=True)
+    ]
 
 
 def search(
