@@ -162,8 +162,9 @@ def _no_upstream() -> Any:
 
 
 @contextmanager
-def tiers(folder: Path) -> Iterator[dict[str, Ranker]]:
-    """Each tier as a ranker over a store of the corpus built in `folder`."""
+def tiers(folder: Path, *, semantic: bool = True) -> Iterator[dict[str, Ranker]]:
+    """Each tier as a ranker over a store of the corpus built in `folder` (the hybrid one only
+    with `semantic`: embedding the corpus takes minutes on a loaded machine)."""
     docs = corpus_documents()
     store = Store.open(f"sqlite:///{folder / 'relevance.sqlite3'}")
     try:
@@ -172,9 +173,9 @@ def tiers(folder: Path) -> Iterator[dict[str, Ranker]]:
             "lexical": lexical(store),
             "bare FTS5 OR": Bare(folder / "bare.sqlite3", docs),
         }
-        semantic = hybrid(store)
-        if semantic is not None:
-            found["hybrid"] = semantic
+        fused = hybrid(store) if semantic else None
+        if fused is not None:
+            found["hybrid"] = fused
         yield found
     finally:
         store.close()

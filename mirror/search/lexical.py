@@ -220,9 +220,14 @@ def _whole_and_parts(term: Term) -> str:
 
 def any_of(terms: Sequence[Term]) -> str:
     """An FTS5 query for pages with any term, or any part of one (a word of an identifier)."""
+    return " OR ".join(alternatives(terms))
+
+
+def alternatives(terms: Sequence[Term]) -> list[str]:
+    """The FTS5 expressions `any_of` joins: each term, then each part of one, once."""
     exprs = [t.expr for t in terms]
     exprs += [_quote(p) for t in terms if len(t.parts) > 1 for p in t.parts]
-    return " OR ".join(dict.fromkeys(exprs))
+    return list(dict.fromkeys(exprs))
 
 
 def words_of(terms: Iterable[Term]) -> list[str]:
