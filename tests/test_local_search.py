@@ -16,7 +16,7 @@ from sqlalchemy import delete, text
 
 from mirror.models import Document
 from mirror.search import filters
-from mirror.search.lexical import all_of, any_of, query_terms
+from mirror.search.lexical import all_of, any_of, names_code, query_terms
 from mirror.store import fts, index
 from mirror.store.schema import documents
 from mirror.store.store import Store
@@ -392,3 +392,24 @@ def test_the_original_page_ranks_above_its_translation(tmp_path: Path) -> None:
         assert [h.name for h in store.rank_documents(spanish_query, limit=5)][0] == translation
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [
+        ("chrome.tts.speak", True),
+        ("showPicker", True),
+        ("tf.data.Dataset.from_tensor_slices", True),
+        ("how do I use navigator.wakeLock.request", True),  # the rest are stopwords
+        ("how do I call navigator.wakeLock.request", False),  # "call" is a word
+        ("animation-composition", True),
+        ("CSS nesting", False),
+        ("back/forward cache", False),
+        ("RenderingNG architecture", False),
+        ("服务工作线程", False),
+        ("", False),
+    ],
+)
+def test_a_query_of_identifiers_is_told_from_prose(query: str, code: bool) -> None:
+    """Hybrid search ranks a query of code identifiers lexically (mirror.service.search)."""
+    assert names_code(query) is code

@@ -198,6 +198,16 @@ def query_terms(query: str) -> list[Term]:
     return [_term(words) for words in (content or [w for _, w in terms])[:MAX_TERMS]]
 
 
+def names_code(query: str) -> bool:
+    """Whether every term of `query` is a code identifier: words joined by punctuation
+    (`chrome.tts.speak`, `from_tensor_slices`) or a camelCase word (`showPicker`)."""
+    terms = query_terms(query)
+    return bool(terms) and all(
+        " " in t.text.strip() and not _CJK_RUN.search(t.text) or _CAMEL.fullmatch(t.text)
+        for t in terms
+    )
+
+
 def all_of(terms: Sequence[Term]) -> str:
     """An FTS5 query for pages with every term. An identifier of several words
     (`navigator.wakeLock.request`) must appear whole, and is ranked by its parts too: BM25
