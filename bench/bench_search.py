@@ -1,7 +1,7 @@
 """Local search at scale: index build rate, store size, and query latency next to bare FTS5.
 
 Usage: python -m bench.bench_search [--docs 50000] [--queries 300] [--dir PATH] [--keep]
-       python -m bench.bench_search --reuse DIR   # time the queries again on kept stores
+       python -m bench.bench_search --reuse DIR [--only TEXT]  # time again on kept stores
 1. Build rate (documents/s) for the shared corpus (English Chrome + TensorFlow), next to the
    same import with indexing switched off, then for N synthetic documents generated
    deterministically from the corpus' own vocabulary (headings, paragraphs, code; ~5 KB median).
@@ -285,6 +285,9 @@ def main() -> None:
     parser.add_argument(
         "--reuse", type=Path, default=None, help="time the queries on stores kept by --keep"
     )
+    parser.add_argument(
+        "--only", default="", help="time only the query kinds whose label contains this text"
+    )
     add_corpus_option(parser)
     args = parser.parse_args()
     real = corpus(args.corpus)
@@ -371,6 +374,8 @@ def queries(args: argparse.Namespace, synthetic: Synthetic, db: Path, bare_db: P
         ("long questions (OR)", long_questions(synthetic, args.queries, args.docs)),
     ]
     for label_mix, mix in mixes:
+        if args.only not in label_mix:
+            continue
         ours, bare = latency(store, bare_db, mix)
         print(
             f"{label_mix:22} search_local p50 {ms(pct(ours, 50))} p99 {ms(pct(ours, 99))} | "

@@ -323,9 +323,7 @@ def test_match_expressions_contain_only_quoted_words() -> None:
     assert query_terms("🎉 !!!") == []
     terms = query_terms('a"b c')
     # Words joined by punctuation must appear whole; their parts only rank (see below).
-    assert all_of(terms) == (
-        '("a b" AND ({title headings side} : ("a" OR "b") OR "a b")) AND "c"'
-    )
+    assert all_of(terms) == ('("a b" AND ({title headings side} : ("a" OR "b") OR "a b")) AND "c"')
     assert any_of(query_terms("chrome.runtime.onMessage")) == (
         '"chrome runtime onMessage" OR "chrome" OR "runtime" OR "onMessage" OR "on" OR "message"'
     )
@@ -380,7 +378,10 @@ def test_the_original_page_ranks_above_its_translation(tmp_path: Path) -> None:
         fetched_at=0.0,
         upstream="test",
     )
-    original, translation = f"documents/{CHROME}/articles/hid", f"documents/{CHROME}/es/articles/hid"
+    original, translation = (
+        f"documents/{CHROME}/articles/hid",
+        f"documents/{CHROME}/es/articles/hid",
+    )
     try:
         # The code matches both and BM25 prefers the shorter translation; the English page
         # is the one the reader asked for.
@@ -389,7 +390,7 @@ def test_the_original_page_ranks_above_its_translation(tmp_path: Path) -> None:
         assert ranked[0].score >= ranked[1].score
         # A query in the translation's language keeps the translation first.
         spanish_query = "enviar informes dispositivo sendFeatureReport"
-        assert [h.name for h in store.rank_documents(spanish_query, limit=5)][0] == translation
+        assert store.rank_documents(spanish_query, limit=5)[0].name == translation
     finally:
         store.close()
 

@@ -15,9 +15,7 @@ def _clustered(rows: int, dims: int = 384, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(50, dims))
     vectors = centres[rng.integers(0, 50, rows)] + rng.normal(scale=0.8, size=(rows, dims))
-    out: np.ndarray = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(
-        np.float32
-    )
+    out: np.ndarray = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
     return out
 
 

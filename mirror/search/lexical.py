@@ -203,7 +203,7 @@ def names_code(query: str) -> bool:
     (`chrome.tts.speak`, `from_tensor_slices`) or a camelCase word (`showPicker`)."""
     terms = query_terms(query)
     return bool(terms) and all(
-        " " in t.text.strip() and not _CJK_RUN.search(t.text) or _CAMEL.fullmatch(t.text)
+        (" " in t.text.strip() and not _CJK_RUN.search(t.text)) or _CAMEL.fullmatch(t.text)
         for t in terms
     )
 
