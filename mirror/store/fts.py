@@ -53,6 +53,7 @@ COMMON = 2000
 # A term in this share of the pages or more is left out of a long question's "any term" match.
 COMMON_SHARE = 0.25
 SAMPLES = 2
+SAMPLE_ROWS = 2000
 _ROWID_RANGE = "SELECT min(id), max(id) FROM search_docs"
 _IN_WINDOW = f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? AND rowid BETWEEN ? AND ?"
 HEAD_RANK = f"bm25({HEAD_TABLE}, {WEIGHTS[0]}, {WEIGHTS[1]}, {WEIGHTS[2]})"
@@ -214,42 +215,31 @@ def _correct(raw: Any, terms: list[lexical.Term]) -> list[lexical.Term]:
 
 
 def _rare_alternatives(raw: Any, terms: list[lexical.Term]) -> tuple[str, bool]:
-    """The "any term" match of the rarest terms, as many as match at most COMMON_SHARE of
-    the pages together (at least one); and whether every term alone matches more.
+    """The "any term" match without the terms found in COMMON_SHARE of the pages or more,
+    when a rarer one remains; and whether every term is that common.
 
     Ranking an "any term" match costs a BM25 call per matching page: with a long question's
     common words that is most of the store (1.1 s at p50 for 10 to 18 words at 50,000
-    synthetic documents). A common term adds little to BM25 (IDF log 3 or less for a word in
-    a quarter of the pages, against 4 or more for one in a page of 50), so the rarer terms
-    choose the pages; dropping every term in 4% of the pages or more instead cost
-    paraphrased questions on the suite hit@5 0.80 -> 0.47. When every term is that common,
-    the tiered plan of a common match (titles first) applies. A small store ranks every
-    match: it is cheap there."""
+    synthetic documents, under load). A term in a quarter of the pages adds little to BM25
+    (IDF log 3 or less, against 4 or more for a word in one page of 50), so the rarer terms
+    choose the pages. Cutting deeper (every term in 4% of the pages, or the rarest while
+    together they match at most a quarter) cost paraphrased questions hit@5 with this plan
+    forced on the suite (tests/test_relevance.py). When every term is that common, the tiered
+    plan of a common match (titles first) applies. A small store ranks every match."""
     exprs = lexical.alternatives(terms)
     whole = " OR ".join(exprs)
     low, high = raw.execute(_ROWID_RANGE).fetchone()
     if len(exprs) < 2 or low is None or high - low + 1 < SAMPLES * COMMON:
         return whole, False
-    shares = sorted((_share(raw, e, low, high), i) for i, e in enumerate(exprs))
-    if shares[0][0] >= COMMON_SHARE:
-        return whole, True
-    # The rarest terms, while the pages they match are at most COMMON_SHARE of the store
-    # (what BM25 then ranks); the commoner rest only widen the match.
-    kept: list[int] = []
-    total = 0.0
-    for share, i in shares:
-        total += share
-        if kept and total > COMMON_SHARE:
-            break
-        kept.append(i)
-    return " OR ".join(exprs[i] for i in sorted(kept)), False
+    rare = [e for e in exprs if _share(raw, e, low, high) < COMMON_SHARE]
+    return (" OR ".join(rare), False) if rare else (whole, True)
 
 
 def _share(raw: Any, match: str, low: int, high: int) -> float:
     """About what share of the pages match: counted in SAMPLES windows of rowids spread over
-    the index (COMMON rowids in all; a range seek each, no ranking)."""
-    width = COMMON // SAMPLES
+    the index (SAMPLE_ROWS rowids in all; a range seek each, no ranking)."""
     step = (high - low + 1) // SAMPLES
+    width = min(SAMPLE_ROWS // SAMPLES, step)
     found = 0
     for start in range(low, low + step * SAMPLES, step):
         found += raw.execute(_IN_WINDOW, (match, start, start + width - 1)).fetchone()[0]
