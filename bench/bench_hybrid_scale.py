@@ -24,6 +24,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.bench_search import BATCH, Synthetic, corpus, long_questions
 from bench.common import add_corpus_option, ms, pct
@@ -32,6 +33,9 @@ from mirror.policy import Mode
 from mirror.search.lexical import STOPWORDS
 from mirror.service import Mirror
 from mirror.store.store import Store
+
+if TYPE_CHECKING:
+    from mirror.semantic.matrix import Matrix
 
 CACHE = Path.home() / ".cache" / "dk-mirror-bench"
 
@@ -42,7 +46,7 @@ def store_path(cache: Path, docs: int, seed: int, key: str) -> Path:
     return cache / f"hybrid-{docs}-seed{seed}-{tag}.sqlite3"
 
 
-def ensure_store(path: Path, synthetic: Synthetic, docs: int) -> None:
+def ensure_store(path: Path, synthetic: Synthetic, docs: int, *, embed: bool = True) -> None:
     """Import the documents (if not done) and embed what is missing; resumable."""
     from mirror.semantic import model
 
@@ -62,6 +66,8 @@ def ensure_store(path: Path, synthetic: Synthetic, docs: int) -> None:
                 store.put(batch, fetched_at=0.0, upstream="bench")
             done_marker.write_text("ok\n")
             print(f"imported {docs:,} documents in {time.perf_counter() - start:.0f} s", flush=True)
+        if not embed:
+            return
         info = model.status()
         last = [time.perf_counter()]
 
@@ -91,6 +97,34 @@ def _latency(mirror: Mirror, queries: list[str]) -> list[float]:
     return out
 
 
+def _recall(matrix: Matrix, texts: list[str]) -> str:
+    """Share of the exact top 10 and top 100 the two-step search finds, and both costs."""
+    import numpy as np
+
+    from mirror.semantic import model
+
+    queries = model.loaded().embed(texts[:100])
+    found10 = found100 = 0.0
+    fast: list[float] = []
+    slow: list[float] = []
+    for query in queries:
+        start = time.perf_counter()
+        got = [name for name, _ in matrix.top(query, 100)]
+        fast.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        exact = matrix._exact(query.astype(np.float32))
+        best = [matrix.names[i] for i in np.argsort(-exact)[:100]]
+        slow.append(time.perf_counter() - start)
+        found10 += len(set(got[:10]) & set(best[:10])) / 10
+        found100 += len(set(got) & set(best)) / 100
+    n = len(queries)
+    return (
+        f"recall@10 {found10 / n:.3f}, recall@100 {found100 / n:.3f}; two-step p50 "
+        f"{ms(pct(fast, 50))} p99 {ms(pct(fast, 99))} | exact scan p50 {ms(pct(slow, 50))} "
+        f"p99 {ms(pct(slow, 99))}"
+    )
+
+
 def main() -> None:
     """Build (or reuse) the store, then time lexical and hybrid pages."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -99,6 +133,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="queries per kind")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where the built store is kept")
     parser.add_argument("--build-only", action="store_true", help="build the store, time nothing")
+    parser.add_argument(
+        "--no-embed",
+        action="store_true",
+        help="time the store as it is, even if not every document has its vector yet",
+    )
     args = parser.parse_args()
     from mirror.semantic import model
 
@@ -107,7 +146,7 @@ def main() -> None:
         raise SystemExit(f"bench: the semantic extra is not installed ({model.INSTALL_HINT})")
     synthetic = Synthetic(corpus(args.corpus))
     path = store_path(args.cache, args.docs, synthetic.seed, info.key)
-    ensure_store(path, synthetic, args.docs)
+    ensure_store(path, synthetic, args.docs, embed=not args.no_embed)
     print(f"store: {path.name} ({path.stat().st_size / 1e9:.2f} GB), model {info.key}")
     if args.build_only:
         return
@@ -124,7 +163,12 @@ def main() -> None:
         assert isinstance(inner, Store)
         model.loaded().embed(["warm up"])  # the model's load is not a query's cost
         cold = _latency(mirror, ["first query loads the vectors"])[0]
-        print(f"cold: first hybrid query {ms(cold)} (reads {args.docs:,} vectors into memory)")
+        matrix = inner._vectors
+        vectors = len(matrix.names) if matrix else 0
+        print(f"cold: first hybrid query {ms(cold)} (reads {vectors:,} real vectors of "
+              f"{args.docs:,} documents into memory)")  # fmt: skip
+        if matrix is not None:
+            print(f"two-step vector search vs the exact scan: {_recall(matrix, titles)}")
         for label, mix in mixes:
             dense = inner.dense_ranking
             inner.dense_ranking = lambda *a, **k: None  # type: ignore[method-assign]

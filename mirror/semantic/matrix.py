@@ -5,9 +5,9 @@ the 2-core dev machine under load (memory bandwidth shared with everything else)
 the whole hybrid budget. So a large matrix is searched in two steps (binary quantization
 with rescoring): every vector's signs, 48 bytes a document (2.4 MB for 50,000), give a
 Hamming distance to the query's signs, which ranks the angle well enough to pick a shortlist
-of candidates; only those are scored exactly from their int8 rows (measured in
-bench/bench_hybrid_scale.py: the same top 10 as the exact scan, at a small fraction of the
-time). A small matrix is scored exactly. In memory: the int8 rows (19 MB at 50,000) and
+of candidates; only those are scored exactly from their int8 rows (bench/bench_hybrid_scale.py
+on 21,632 real vectors: 99.6% of the exact top 10 and 95.5% of the top 100, in 14 ms at
+p50 against 33 ms for the exact scan, both under load). A small matrix is scored exactly. In memory: the int8 rows (19 MB at 50,000) and
 their signs, kept per process until the stored index changes (its generation).
 
 No BLAS: numpy hands a matrix-vector product to OpenBLAS, whose helper threads must be

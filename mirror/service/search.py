@@ -242,8 +242,8 @@ def hybrid_ranking(
 ) -> list[DocumentHit] | None:
     """The lexical ranking fused with the nearest documents by meaning (reciprocal rank
     fusion), best first; None when the semantic tier is off. A query of code identifiers
-    only gets the lexical ranking. `grouped_page` drops any name the
-    store no longer holds, so a vector the index remembers wrongly is never shown."""
+    only gets the lexical ranking. `grouped_page` drops any name the store no longer holds,
+    so a vector the index remembers wrongly is never shown."""
     from ..search import lexical as words
 
     if words.names_code(query):

@@ -147,9 +147,10 @@ def _page(
 ) -> list[RankedRow]:
     """The first `need` documents matching `match` in (rank, name) order (a common match, if
     `tiered`: those that match in head_fts, when they fill the page)."""
-    # Not for "any of" matches: a page whose title holds one of a long question's words is
-    # rarely its answer (on the 2,774-page corpus, paraphrased questions fell from 0.79 to
-    # 0.54 hit@5 when they took this path).
+    # Callers pass `tiered` False for "any of" matches: a page whose title holds one of a
+    # long question's words is rarely its answer (on the 2,774-page corpus, paraphrased
+    # questions fell from 0.79 to 0.54 hit@5 when they took this path), unless every term is
+    # common (_rare_alternatives).
     if tiered and where is None and raw.execute(_COMMON, (match, COMMON)).fetchone()[0] >= COMMON:
         # Title alone first (a few thousand pages at most for the commonest word at 50,000
         # documents), then title, description and headings.
