@@ -183,26 +183,29 @@ def corpus_store(url: str, docs: Sequence[Document]) -> Iterator[Store]:
 
 
 @contextmanager
-def tiers(folder: Path, pg_url: str | None = None) -> Iterator[dict[str, Ranker]]:
+def tiers(
+    folder: Path, pg_url: str | None = None, *, semantic: bool = True
+) -> Iterator[dict[str, Ranker]]:
     """Each tier as a ranker over a store of the corpus built in `folder` (and the lexical
-    tier on PostgreSQL too, in a scratch database on `pg_url`'s server, when given)."""
+    tier on PostgreSQL too, in a scratch database on `pg_url`'s server, when given; the hybrid
+    ones only with `semantic`: embedding the corpus takes minutes on a loaded machine)."""
     docs = corpus_documents()
     with corpus_store(f"sqlite:///{folder / 'relevance.sqlite3'}", docs) as store:
         found: dict[str, Ranker] = {
             "lexical": lexical(store),
             "bare FTS5 OR": Bare(folder / "bare.sqlite3", docs),
         }
-        semantic = hybrid(store)
-        if semantic is not None:
-            found["hybrid"] = semantic
+        fused = hybrid(store) if semantic else None
+        if fused is not None:
+            found["hybrid"] = fused
         if pg_url is None:
             yield found
             return
         with scratch_database(pg_url, "relevance") as url, corpus_store(url, docs) as pg:
             found[PG_TIER] = lexical(pg)
-            semantic_pg = hybrid(pg) if semantic is not None else None
-            if semantic_pg is not None:
-                found["hybrid PostgreSQL"] = semantic_pg
+            fused_pg = hybrid(pg) if fused is not None else None
+            if fused_pg is not None:
+                found["hybrid PostgreSQL"] = fused_pg
             yield found
 
 

@@ -2,7 +2,7 @@
 
 Usage: python -m bench.bench_search [--docs 50000] [--queries 300] [--dir PATH] [--keep]
                                     [--pg-url postgresql://USER@HOST:PORT/DB]
-       python -m bench.bench_search --reuse DIR   # time the queries again on kept stores
+       python -m bench.bench_search --reuse DIR [--only TEXT]  # time again on kept stores
 1. Build rate (documents/s) for the shared corpus (English Chrome + TensorFlow), next to the
    same import with indexing switched off, then for N synthetic documents generated
    deterministically from the corpus' own vocabulary (headings, paragraphs, code; ~5 KB median).
@@ -11,7 +11,8 @@ Usage: python -m bench.bench_search [--docs 50000] [--queries 300] [--dir PATH] 
 3. Latency, p50/p99, of `Store.search_local(q, limit=10)` (a grouped page: ranked documents,
    their best chunks) for the 50 most frequent words, frequency-drawn single words, two-word
    phrases and uniformly drawn words, next to a bare FTS5 baseline built in the same run from
-   the same documents: the previous design, one own-content FTS5 row per chunk (title and
+   the same documents, and long natural-language questions (10 to 18 words: the OR path):
+   the previous design, one own-content FTS5 row per chunk (title and
    description repeated) queried with `MATCH ? ORDER BY bm25 LIMIT 10` (AND, then OR if empty).
 With --pg-url (or $DK_MIRROR_BENCH_PG_URL) the same documents are also put in a scratch
 PostgreSQL database on that server (tsvector index), and its build rate and search_local
@@ -178,6 +179,33 @@ def uniform_words(synthetic: Synthetic, count: int) -> list[str]:
     return [rng.choice(words) for _ in range(count)]
 
 
+# Glue a reader puts between the words that matter; all in the stopword list, as in a question.
+_OPENERS = ("how do I", "why does my", "what is the best way to", "can I", "when should I")
+_GLUE = ("the", "a", "with", "in", "for", "when", "and", "to", "of", "from", "my", "is")
+
+
+def long_questions(synthetic: Synthetic, count: int, docs: int = 50_000) -> list[str]:
+    """Natural-language questions of 10 to 18 words (the OR path: rarely does one page hold
+    every word). Half take their content words from one generated document (a page that
+    answers exists), half from two (none holds them all); stopword glue in between."""
+    rng = random.Random(77)
+    out: list[str] = []
+    while len(out) < count:
+        sources = 1 + len(out) % 2
+        words: list[str] = []
+        for _ in range(sources):
+            text = synthetic.document(rng.randrange(docs)).content or ""
+            found = [w for w in _WORD.findall(text) if w.lower() not in STOPWORDS]
+            words += rng.sample(found, min(len(found), rng.randint(3, 5)))
+        parts = [rng.choice(_OPENERS)]
+        for word in words:
+            parts += [word.lower(), rng.choice(_GLUE)]
+        question = " ".join(parts[:-1]) + "?"
+        if len(question.split()) >= 10:
+            out.append(question[:500])  # the API's query limit
+    return out
+
+
 def _accumulate(values: list[int]) -> Iterator[int]:
     total = 0
     for v in values:
@@ -262,6 +290,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the stores (prints where)")
     parser.add_argument(
         "--reuse", type=Path, default=None, help="time the queries on stores kept by --keep"
+    )
+    parser.add_argument(
+        "--only", default="", help="time only the query kinds whose label contains this text"
     )
     add_corpus_option(parser)
     add_pg_option(parser)
@@ -359,8 +390,11 @@ def queries(args: argparse.Namespace, synthetic: Synthetic, db: Path, bare_db: P
         ("1-word by frequency", synthetic.queries(args.queries, 1, args.docs)),
         ("2-word", synthetic.queries(args.queries, 2, args.docs)),
         ("1-word uniform", uniform_words(synthetic, args.queries)),
+        ("long questions (OR)", long_questions(synthetic, args.queries, args.docs)),
     ]
     for label_mix, mix in mixes:
+        if args.only not in label_mix:
+            continue
         ours, bare = latency(store, bare_db, mix)
         print(
             f"{label_mix:22} search_local p50 {ms(pct(ours, 50))} p99 {ms(pct(ours, 99))} | "

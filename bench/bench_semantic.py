@@ -11,7 +11,8 @@ Needs the `semantic` extra (pip install -e '.[semantic]').
    alone (the baseline, same run) and hybrid (query embedding included), p50/p99, at the
    corpus' size and at --at documents. The larger size is SYNTHETIC: the stored vectors are
    repeated (with noise) up to --at rows in the in-memory matrix, while the lexical index stays
-   at the corpus' size; the lexical part at 50,000 documents is bench_search's to measure.
+   at the corpus' size. bench_hybrid_scale measures a real store of 50,000 documents with
+   real embeddings end to end.
 """
 
 from __future__ import annotations
@@ -76,16 +77,18 @@ def _grow(store: Store, rows: int) -> None:
     """Repeat the loaded vectors (with noise) to `rows` in the store's in-memory matrix."""
     import numpy as np
 
+    from mirror.semantic.matrix import Matrix, quantize
+
     matrix = store._vectors
     assert matrix is not None and matrix.names, "run a hybrid search first"
-    base = matrix.vectors
+    base = matrix.rows.astype(np.float32) * matrix.scales[:, None]
     repeats = -(-rows // len(base))
     rng = np.random.default_rng(0)
     grown = np.tile(base, (repeats, 1))[:rows]
     grown = grown + rng.normal(0, 0.02, grown.shape).astype(np.float32)
     grown /= np.linalg.norm(grown, axis=1, keepdims=True)
-    matrix.vectors = grown.astype(np.float32)
-    matrix.names = (matrix.names * repeats)[:rows]
+    blobs, scales = zip(*quantize(grown), strict=True)
+    store._vectors = Matrix(matrix.generation, (matrix.names * repeats)[:rows], blobs, scales)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from sqlalchemy import delete, text
 
 from mirror.models import Document
 from mirror.search import filters
-from mirror.search.lexical import all_of, any_of, query_terms
+from mirror.search.lexical import all_of, any_of, names_code, query_terms
 from mirror.store import fts, index, pg_index
 from mirror.store.schema import documents
 from mirror.store.store import Store
@@ -338,7 +338,8 @@ def test_match_expressions_contain_only_quoted_words() -> None:
     assert _texts("how do I") == ["how", "do", "I"]
     assert query_terms("🎉 !!!") == []
     terms = query_terms('a"b c')
-    assert all_of(terms) == '"a b" AND "c"'
+    # Words joined by punctuation must appear whole; their parts only rank (see below).
+    assert all_of(terms) == ('("a b" AND ({title headings side} : ("a" OR "b") OR "a b")) AND "c"')
     assert any_of(query_terms("chrome.runtime.onMessage")) == (
         '"chrome runtime onMessage" OR "chrome" OR "runtime" OR "onMessage" OR "on" OR "message"'
     )
@@ -356,3 +357,88 @@ def test_a_page_of_many_distinct_words_is_stored_and_found(store: Store) -> None
     assert set(_names(store.search_local(words[0]))) == {"big"}
     assert set(_names(store.search_local("reference"))) == {"big"}
     assert not store.check_index().stale
+
+
+def _filler(words: int) -> str:
+    return " ".join(["Some unrelated prose about browsers and pages."] * (words // 7))
+
+
+def test_an_identifier_ranks_the_page_that_is_about_it_first(tmp_path: Path) -> None:
+    """Both pages name `navigator.wakeLock.request` once; the short release note has the
+    better BM25 for the whole identifier, the page whose title and code hold its parts
+    ("Wake Lock", `wakeLock`) is the one about it."""
+    about = (
+        "# Stay awake with the Wake Lock API\n\n## Request a wake lock\n\n"
+        "Call `navigator.wakeLock.request('screen')`. Keep `wakeLock` and release the "
+        "`wakeLock` later.\n\n" + _filler(400)
+    )
+    note = "# New in Chrome 84\n\nShips `navigator.wakeLock.request()` and more."
+    store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    store.put(
+        [
+            _doc("articles/wake-lock", "Stay awake with the Wake Lock API", about),
+            _doc("blog/new-in-chrome-84", "New in Chrome 84", note),
+            _doc("articles/lock", "Locks", "# Locks\n\nA navigator request to wake a lock."),
+        ],
+        fetched_at=0.0,
+        upstream="test",
+    )
+    ranked = [h.name for h in store.rank_documents("navigator.wakeLock.request", limit=5)]
+    store.close()
+    # The page with the parts only comes last (topped up), never ahead of a whole match.
+    assert ranked == [
+        f"documents/{CHROME}/articles/wake-lock",
+        f"documents/{CHROME}/blog/new-in-chrome-84",
+        f"documents/{CHROME}/articles/lock",
+    ]
+
+
+def test_the_original_page_ranks_above_its_translation(tmp_path: Path) -> None:
+    code = "```js\nawait device.sendFeatureReport(1, data);\n```\n"
+    english = "# Connecting to HID devices\n\n" + _filler(300) + "\n\n" + code
+    spanish = "# Conexión a dispositivos HID\n\nEnviar informes con el dispositivo.\n\n" + code
+    store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    store.put(
+        [
+            _doc("articles/hid", "Connecting to HID devices", english),
+            _doc("es/articles/hid", "Conexión a dispositivos HID", spanish),
+        ],
+        fetched_at=0.0,
+        upstream="test",
+    )
+    original, translation = (
+        f"documents/{CHROME}/articles/hid",
+        f"documents/{CHROME}/es/articles/hid",
+    )
+    try:
+        # The code matches both and BM25 prefers the shorter translation; the English page
+        # is the one the reader asked for.
+        ranked = store.rank_documents("device.sendFeatureReport", limit=5)
+        assert [h.name for h in ranked] == [original, translation]
+        assert ranked[0].score >= ranked[1].score
+        # A query in the translation's language keeps the translation first.
+        spanish_query = "enviar informes dispositivo sendFeatureReport"
+        assert store.rank_documents(spanish_query, limit=5)[0].name == translation
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [
+        ("chrome.tts.speak", True),
+        ("showPicker", True),
+        ("tf.data.Dataset.from_tensor_slices", True),
+        ("how do I use navigator.wakeLock.request", True),  # the rest are stopwords
+        ("how do I call navigator.wakeLock.request", False),  # "call" is a word
+        ("animation-composition", True),
+        ("CSS nesting", False),
+        ("back/forward cache", False),
+        ("RenderingNG architecture", False),
+        ("服务工作线程", False),
+        ("", False),
+    ],
+)
+def test_a_query_of_identifiers_is_told_from_prose(query: str, code: bool) -> None:
+    """Hybrid search ranks a query of code identifiers lexically (mirror.service.search)."""
+    assert names_code(query) is code

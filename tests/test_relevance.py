@@ -33,12 +33,8 @@ def results(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, dict[str, dict[str, float]]]]:
     folder: Path = tmp_path_factory.mktemp("relevance")
-    with tiers(folder) as rankers:
-        yield {
-            name: metrics(SUITE, rank)
-            for name, rank in rankers.items()
-            if name in ("lexical", "bare FTS5 OR")
-        }
+    with tiers(folder, semantic=False) as rankers:
+        yield {name: metrics(SUITE, rank) for name, rank in rankers.items()}
 
 
 def test_the_suite_is_broad() -> None:
@@ -70,7 +66,9 @@ def test_lexical_search_meets_the_target_and_beats_bare_fts5(
     assert lexical["all"]["hit@5"] >= 0.90
     assert lexical["all"]["mrr@10"] > bare["all"]["mrr@10"]
     for kind in KINDS:
-        assert lexical[kind]["mrr@10"] >= bare[kind]["mrr@10"], kind
+        # Better in every kind; where the baseline is perfect, as good.
+        got, base = lexical[kind]["mrr@10"], bare[kind]["mrr@10"]
+        assert got > base or got == base == 1.0, (kind, got, base)
 
 
 def test_quality_holds_when_the_common_match_plan_kicks_in(
@@ -82,7 +80,7 @@ def test_quality_holds_when_the_common_match_plan_kicks_in(
     from mirror.store import fts
 
     monkeypatch.setattr(fts, "COMMON", 20)
-    with tiers(tmp_path) as rankers:
+    with tiers(tmp_path, semantic=False) as rankers:
         got = metrics(SUITE, rankers["lexical"])
     floor = recorded()
     for kind in [*KINDS, "all"]:

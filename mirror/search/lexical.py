@@ -198,16 +198,46 @@ def query_terms(query: str) -> list[Term]:
     return [_term(words) for words in (content or [w for _, w in terms])[:MAX_TERMS]]
 
 
+def names_code(query: str) -> bool:
+    """Whether every term of `query` is a code identifier: words joined by punctuation
+    (`chrome.tts.speak`, `from_tensor_slices`) or a camelCase word (`showPicker`)."""
+    terms = query_terms(query)
+    return bool(terms) and all(
+        (" " in t.text.strip() and not _CJK_RUN.search(t.text)) or _CAMEL.fullmatch(t.text)
+        for t in terms
+    )
+
+
 def all_of(terms: Sequence[Term]) -> str:
-    """An FTS5 query for pages with every term."""
-    return " AND ".join(t.expr for t in terms)
+    """An FTS5 query for pages with every term. An identifier of several words
+    (`navigator.wakeLock.request`) must appear whole, and is ranked by its parts too: BM25
+    scores every phrase of the expression, so of the pages that name the call, the one whose
+    title, headings or code identifiers hold its parts ("Wake Lock" in the title, `wakeLock`
+    throughout) ranks above a short release note that names it once. Parts count in those
+    columns only (in the body they favour any long page about the words); `OR whole` keeps
+    the matching pages exactly those that hold the identifier."""
+    return " AND ".join(_whole_and_parts(t) for t in terms)
+
+
+def _whole_and_parts(term: Term) -> str:
+    if " " not in term.text or _CJK_RUN.search(term.text):
+        # One word (a camelCase one is specific enough whole: `RenderingNG` ranked by its
+        # parts favours every page about rendering); CJK bigrams are the term's phrase.
+        return term.expr
+    parts = " OR ".join(_quote(p) for p in term.parts)
+    return f"({term.expr} AND ({{title headings side}} : ({parts}) OR {term.expr}))"
 
 
 def any_of(terms: Sequence[Term]) -> str:
     """An FTS5 query for pages with any term, or any part of one (a word of an identifier)."""
+    return " OR ".join(alternatives(terms))
+
+
+def alternatives(terms: Sequence[Term]) -> list[str]:
+    """The FTS5 expressions `any_of` joins: each term, then each part of one, once."""
     exprs = [t.expr for t in terms]
     exprs += [_quote(p) for t in terms if len(t.parts) > 1 for p in t.parts]
-    return " OR ".join(dict.fromkeys(exprs))
+    return list(dict.fromkeys(exprs))
 
 
 def words_of(terms: Iterable[Term]) -> list[str]:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..search import lexical
+from ..search import lexical, translations
 from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
 # bm25 weights per doc_fts column (title, description, heading lines, body, side column).
@@ -50,6 +50,12 @@ _TOP = f"SELECT rowid, {RANK} AS r FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? OR
 # that names the word there is the one BM25 ranks first anyway (title and headings weigh
 # most); only when fewer than a page of those match does the search rank every match.
 COMMON = 2000
+# A term in this share of the pages or more is left out of a long question's "any term" match.
+COMMON_SHARE = 0.25
+SAMPLES = 2
+SAMPLE_ROWS = 2000
+_ROWID_RANGE = "SELECT min(id), max(id) FROM search_docs"
+_IN_WINDOW = f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? AND rowid BETWEEN ? AND ?"
 HEAD_RANK = f"bm25({HEAD_TABLE}, {WEIGHTS[0]}, {WEIGHTS[1]}, {WEIGHTS[2]})"
 _HEAD_TOP = (
     f"SELECT rowid, {HEAD_RANK} AS r FROM {HEAD_TABLE} WHERE {HEAD_TABLE} MATCH ? "
@@ -61,6 +67,8 @@ _EXISTS = f"SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1"
 _VOCAB = f"SELECT term, doc FROM {FTS_VOCAB} WHERE term >= ? AND term < ? LIMIT ?"
 _BY_IDS = "SELECT id, name FROM search_docs WHERE id IN ({marks})"
 _CONTENT = "SELECT name, content FROM documents WHERE name IN ({marks})"
+_IDS = "SELECT name, id FROM search_docs WHERE name IN ({marks})"
+_HOLDING = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? AND rowid IN ({{marks}})"
 
 # (id, name) of an indexed document; with its rank after the id for `best`.
 DocRow = tuple[int, str]
@@ -134,14 +142,16 @@ def _candidates(
     return found, (top[-1][1] if len(top) == count else None)
 
 
-def _page(raw: Any, match: str, need: int, where: Filtered | None) -> list[RankedRow]:
-    """The first `need` documents matching `match` in (rank, name) order (a common match:
-    those that match in head_fts, when they fill the page)."""
-    # Not for "any of" matches: a page whose title holds one of a long question's words is
-    # rarely its answer (on the 2,774-page corpus, paraphrased questions fell from 0.79 to
-    # 0.54 hit@5 when they took this path).
-    tiered = where is None and " OR " not in match
-    if tiered and raw.execute(_COMMON, (match, COMMON)).fetchone()[0] >= COMMON:
+def _page(
+    raw: Any, match: str, need: int, where: Filtered | None, *, tiered: bool
+) -> list[RankedRow]:
+    """The first `need` documents matching `match` in (rank, name) order (a common match, if
+    `tiered`: those that match in head_fts, when they fill the page)."""
+    # Callers pass `tiered` False for "any of" matches: a page whose title holds one of a
+    # long question's words is rarely its answer (on the 2,774-page corpus, paraphrased
+    # questions fell from 0.79 to 0.54 hit@5 when they took this path), unless every term is
+    # common (_rare_alternatives).
+    if tiered and where is None and raw.execute(_COMMON, (match, COMMON)).fetchone()[0] >= COMMON:
         # Title alone first (a few thousand pages at most for the commonest word at 50,000
         # documents), then title, description and headings.
         for tier in ("{title} : (" + match + ")", match):
@@ -205,6 +215,38 @@ def _correct(raw: Any, terms: list[lexical.Term]) -> list[lexical.Term]:
     return terms
 
 
+def _rare_alternatives(raw: Any, terms: list[lexical.Term]) -> tuple[str, bool]:
+    """The "any term" match without the terms found in COMMON_SHARE of the pages or more,
+    when a rarer one remains; and whether every term is that common.
+
+    Ranking an "any term" match costs a BM25 call per matching page: with a long question's
+    common words that is most of the store (1.1 s at p50 for 10 to 18 words at 50,000
+    synthetic documents, under load). A term in a quarter of the pages adds little to BM25
+    (IDF log 3 or less, against 4 or more for a word in one page of 50), so the rarer terms
+    choose the pages. Cutting deeper (every term in 4% of the pages, or the rarest while
+    together they match at most a quarter) cost paraphrased questions hit@5 with this plan
+    forced on the suite (tests/test_relevance.py). When every term is that common, the tiered
+    plan of a common match (titles first) applies. A small store ranks every match."""
+    exprs = lexical.alternatives(terms)
+    whole = " OR ".join(exprs)
+    low, high = raw.execute(_ROWID_RANGE).fetchone()
+    if len(exprs) < 2 or low is None or high - low + 1 < SAMPLES * COMMON:
+        return whole, False
+    rare = [e for e in exprs if _share(raw, e, low, high) < COMMON_SHARE]
+    return (" OR ".join(rare), False) if rare else (whole, True)
+
+
+def _share(raw: Any, match: str, low: int, high: int) -> float:
+    """About what share of the pages match: counted in SAMPLES windows of rowids spread over
+    the index (SAMPLE_ROWS rowids in all; a range seek each, no ranking)."""
+    step = (high - low + 1) // SAMPLES
+    width = min(SAMPLE_ROWS // SAMPLES, step)
+    found = 0
+    for start in range(low, low + step * SAMPLES, step):
+        found += raw.execute(_IN_WINDOW, (match, start, start + width - 1)).fetchone()[0]
+    return found / (width * SAMPLES)
+
+
 def rank_documents(
     raw: Any, query: str, *, limit: int, where: Filtered | None = None
 ) -> list[DocumentHit]:
@@ -216,29 +258,65 @@ def rank_documents(
     if not terms or limit <= 0:
         return []
     terms = _correct(raw, terms)
-    either = lexical.any_of(terms)
-    attempts = [either] if len(terms) >= LONG_QUERY else [lexical.all_of(terms)]
-    if either != attempts[0]:
-        attempts.append(either)
     hits: list[DocumentHit] = []
     seen: set[str] = set()
-    rows = _page(raw, attempts[0], limit, where)
-    floor = 1.0
-    for number, match in enumerate(attempts):
-        if number:
-            if len(hits) >= limit:
-                break
-            rows = _page(raw, match, limit + len(hits), where)
-        for _, rank, name in rows:
-            if name in seen:
-                continue
+    either: tuple[str, bool] | None = None  # counting what is rare costs: only when needed
+    if len(terms) >= LONG_QUERY:
+        either = _rare_alternatives(raw, terms)
+        _add(hits, seen, _page(raw, either[0], limit, where, tiered=either[1]), floor=None)
+    else:
+        everything = lexical.all_of(terms)
+        _add(hits, seen, _page(raw, everything, limit, where, tiered=True), floor=None)
+        if len(hits) < limit:
+            either = _rare_alternatives(raw, terms)
+            if either[0] != everything:
+                floor = hits[-1].score if hits else 1.0
+                rows = _page(raw, either[0], limit + len(hits), where, tiered=either[1])
+                _add(hits, seen, rows, floor=floor)
+    every_term = lexical.any_of(terms)
+    if len(hits) < limit and either is not None and either[0] != every_term:
+        # The rarer terms' pages are too few: the common terms' pages follow them.
+        floor = hits[-1].score if hits else 1.0
+        rows = _page(raw, every_term, limit + len(hits), where, tiered=True)
+        _add(hits, seen, rows, floor=floor)
+    return _untranslated_first(raw, hits[:limit], terms)
+
+
+def _add(
+    hits: list[DocumentHit], seen: set[str], rows: list[RankedRow], *, floor: float | None
+) -> None:
+    """Append the rows not seen yet; a page topped up from a looser match (`floor`: the
+    score of the last page before it) never outranks one that had every term."""
+    for _, rank, name in rows:
+        if name not in seen:
             seen.add(name)
-            # A page topped up from a looser match never outranks one that had every term.
-            score = min(_score(rank), floor) if number else _score(rank)
+            score = _score(rank) if floor is None else min(_score(rank), floor)
             hits.append(DocumentHit(name, rank, score))
-        if hits:
-            floor = hits[-1].score
-    return hits[:limit]
+
+
+def _untranslated_first(
+    raw: Any, hits: list[DocumentHit], terms: list[lexical.Term]
+) -> list[DocumentHit]:
+    """`hits` with untranslated pages ahead of translations that hold no more of the query's
+    terms (mirror.search.translations says why). Costs nothing without a translation."""
+    if not any(translations.is_translation(h.name) for h in hits):
+        return hits
+    names = [h.name for h in hits]
+    marks = ", ".join("?" * len(names))
+    rowids = dict(raw.execute(_IDS.format(marks=marks), names).fetchall())
+    by_rowid = {rowid: name for name, rowid in rowids.items()}
+    held = dict.fromkeys(names, 0)
+    holding = _HOLDING.format(marks=", ".join("?" * len(rowids)))
+    for term in terms:
+        found = raw.execute(holding, [term.expr, *rowids.values()])
+        for (rowid,) in found:
+            held[by_rowid[rowid]] += 1
+    ordered = translations.untranslated_first(hits, lambda h: h.name, held)
+    # Positions keep their ranks and scores: the list stays best first whatever moved.
+    return [
+        DocumentHit(hit.name, place.rank, place.score)
+        for hit, place in zip(ordered, hits, strict=True)
+    ]
 
 
 def grouped(
