@@ -36,8 +36,11 @@ def _translate(query: str) -> tuple[str, str]:
 
 
 def test_match_strings_become_tsqueries() -> None:
+    # The whole identifier, and its parts where FTS5 looks in title, headings and code
+    # (tsvector weights A, B and D on PostgreSQL).
+    parts = "'chrome':ABD | 'runtime':ABD | 'onmessage':ABD | 'on':ABD | 'message':ABD"
     assert _translate("chrome.runtime.onMessage") == (
-        "'chrome runtime onmessage'",
+        f"(('chrome runtime onmessage' & (((({parts})) | 'chrome runtime onmessage'))))",
         "('chrome runtime onmessage' | 'chrome' | 'runtime' | 'onmessage' | 'on' | 'message')",
     )
     assert _translate("walrus keras") == ("('walrus' & 'keras')", "('walrus' | 'keras')")
@@ -46,9 +49,12 @@ def test_match_strings_become_tsqueries() -> None:
     # A word of marks alone has nothing searchable left: it drops out with its operator.
     assert _translate("walrus \u0301")[0] == "'walrus'"
     assert to_tsquery('"\u0301"') == ""
+    assert to_tsquery('{title} : ("a" AND "b"*)') == "(('a':A & 'b':*A))"
 
 
-@pytest.mark.parametrize("match", ['"a" AND', '("a"', "NEAR(a b)", '"a" OR OR "b"', "a"])
+@pytest.mark.parametrize(
+    "match", ['"a" AND', '("a"', "NEAR(a b)", '"a" OR OR "b"', "a", '{url} : "a"']
+)
 def test_strings_the_planner_never_makes_are_refused(match: str) -> None:
     with pytest.raises(ValueError):
         to_tsquery(match)
@@ -57,9 +63,9 @@ def test_strings_the_planner_never_makes_are_refused(match: str) -> None:
 @given(st.text(max_size=200))
 def test_any_query_translates_to_quoted_operands_only(query: str) -> None:
     for translated in _translate(query) if query_terms(query) else ():
-        # Outside quotes only operators, parentheses, prefix marks and spaces remain.
+        # Outside quotes only operators, parentheses, prefix marks, weights and spaces remain.
         outside = translated.split("'")[0::2]
-        assert all(set(part) <= set(" &|():*") for part in outside), translated
+        assert all(set(part) <= set(" &|():*ABCD") for part in outside), translated
         inside = translated.split("'")[1::2]
         assert all(word.strip() and "\\" not in word for word in inside), translated
 

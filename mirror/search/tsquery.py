@@ -57,9 +57,17 @@ def normalized(text: str) -> str:
     return unicodedata.normalize("NFC", decomposed).casefold()
 
 
-# A quoted FTS5 string ("" inside is one quote) with an optional prefix star, a keyword, or
-# a parenthesis: everything mirror.search.lexical.all_of / any_of produce.
-_TOKEN = re.compile(r'\s*(?:"((?:[^"]|"")*)"(\*?)|(AND|OR)\b|([()]))')
+# A quoted FTS5 string ("" inside is one quote) with an optional prefix star, a keyword, a
+# parenthesis, or a column filter (`{title headings} :`): everything mirror.search.lexical
+# produces.
+_TOKEN = re.compile(r'\s*(?:"((?:[^"]|"")*)"(\*?)|(AND|OR)\b|([()])|\{([a-z ]+)\}\s*:)')
+
+# The tsvector weight each FTS5 column's words carry on PostgreSQL (mirror.store.pg_index):
+# a column filter becomes a weight restriction. Body and side share D there, so a filter that
+# names `side` also matches body words (broader than FTS5, never narrower).
+_WEIGHTS = {"title": "A", "headings": "B", "description": "C", "body": "D", "side": "D"}
+# A translated operand: quoted words, then an optional prefix star.
+_QUOTED = re.compile(r"'((?:[^']|'')*)'(:\*)?")
 
 
 def to_tsquery(match: str) -> str:
@@ -82,8 +90,14 @@ def _tokens(match: str) -> list[str]:
         found = _TOKEN.match(match, pos)
         if found is None:
             raise ValueError(f"cannot translate {match[pos : pos + 40]!r}")
-        phrase, star, keyword, paren = found.groups()
-        if phrase is not None:
+        phrase, star, keyword, paren, columns = found.groups()
+        if columns is not None:
+            try:
+                weights = sorted({_WEIGHTS[c] for c in columns.split()})
+            except KeyError as exc:
+                raise ValueError(f"no such column {exc} in {match[:80]!r}") from None
+            tokens.append("{" + "".join(weights) + "}")
+        elif phrase is not None:
             words = " ".join(normalized(phrase.replace('""', '"')).split())
             # Only letters, digits and marks remain, but a quote would end the operand early.
             tokens.append(
@@ -125,6 +139,10 @@ def _operand(tokens: list[str], pos: int) -> tuple[str, int]:
         return (f"({inner})" if inner else ""), pos + 1
     if token in ("AND", "OR", ")"):
         raise ValueError(f"unexpected {token!r}")
+    if token.startswith("{"):
+        inner, pos = _operand(tokens, pos + 1)
+        weights = token[1:-1]
+        return _QUOTED.sub(lambda m: f"'{m[1]}':{'*' if m[2] else ''}{weights}", inner), pos
     return token, pos + 1
 
 
