@@ -114,6 +114,7 @@ def build(cache: Path, size: int, rebuild: bool, corpus_dir: str | None) -> dict
     synthetic = None
     figures: dict[str, float] = {}
     for path, start, count in files_for(cache, size):
+        _wait_for_writer(path)
         if not path.exists():
             synthetic = synthetic or _synthetic(corpus_dir)
             began = time.perf_counter()
@@ -127,6 +128,19 @@ def build(cache: Path, size: int, rebuild: bool, corpus_dir: str | None) -> dict
         )
     stamp.write_text(json.dumps({"revision": revision(), "import": figures}))
     return figures
+
+
+def _wait_for_writer(path: Path, quiet: float = 120.0) -> None:
+    """Wait while another process generates `path` (its .part file still growing), so two runs
+    sharing a cache never write the same file at once."""
+    part = path.with_suffix(".part")
+    while not path.exists():
+        try:
+            if time.time() - part.stat().st_mtime >= quiet:
+                return  # left behind by a run that stopped: generate it again
+        except FileNotFoundError:
+            return
+        time.sleep(5)
 
 
 def ls_head(db: Path, lines: int = 10) -> tuple[float, float]:
