@@ -43,6 +43,7 @@ from ..canonical import canonical_json, sha256_tag
 from ..errors import InvalidInput
 from ..files import atomic_file
 from ..models import Document
+from .background import BackgroundWriter
 
 FORMAT = "dk-mirror-snapshot"
 VERSION = 2
@@ -248,8 +249,9 @@ def _write(
             gzip.GzipFile(
                 filename="", mode="wb", fileobj=raw, compresslevel=COMPRESSLEVEL, mtime=0
             ) as gz,
+            BackgroundWriter(gz) as packer,
         ):
-            manifest = _write_lines(gz, kind, docs, chosen, base, version)
+            manifest = _write_lines(packer, kind, docs, chosen, base, version)
     except OSError as exc:
         raise SnapshotError(f"cannot write snapshot {target}: {exc.strerror or exc}") from exc
     return manifest
@@ -272,7 +274,7 @@ class Base:
 class _Entries:
     """Entries as written: v1 keeps them for the manifest line, v2 writes a line per block."""
 
-    def __init__(self, gz: gzip.GzipFile, version: int) -> None:
+    def __init__(self, gz: BackgroundWriter, version: int) -> None:
         self.gz = gz
         self.version = version
         self.kept: list[Entry] = []
@@ -292,7 +294,7 @@ class _Entries:
 
 
 def _write_lines(
-    gz: gzip.GzipFile,
+    gz: BackgroundWriter,
     kind: Kind,
     docs: Iterable[Document],
     selection: dict[str, Any],
