@@ -151,7 +151,7 @@ def test_a_locked_store_answers_no_generation_at_once(tmp_path: Path) -> None:
 
 
 def test_a_read_only_server_never_serves_a_document_older_than_the_store(
-    store_mirror: Callable[..., Mirror], serve_app: Callable[..., str], tmp_path: Path
+    store_mirror: Callable[..., Mirror], serve_app: Callable[..., str]
 ) -> None:
     server_mirror = store_mirror("cached", offline=True)
     server_mirror.import_sample()
@@ -173,7 +173,7 @@ def test_a_read_only_server_never_serves_a_document_older_than_the_store(
         assert single.json() == first.json()["documents"][0]
 
         # Another writer (its own connection) changes one of them.
-        writer = Store.open(f"sqlite:///{tmp_path / 'cached.sqlite3'}")
+        writer = Store.open(server_mirror.settings.db_url)
         changed = Document(name=names[1], content="changed content, written while the server runs")
         writer.put([changed], fetched_at=9.0, upstream="test")
         writer.close()
