@@ -111,10 +111,9 @@ def test_blank_postgresql_database_migrates_to_the_code_schema(postgres_server) 
             postgres_server.drop_database(url)
 
 
-def test_search_index_migration_backfills_stored_documents(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
-    store = Store(engines.create(url))
-    upgrade(store.engine, "0001")
+def insert_two_documents(store: Store) -> None:
+    """A page with content and a metadata-only row, written straight into `documents` (as a
+    store at an older revision holds them, before a search migration indexes them)."""
     with store.engine.begin() as conn:
         conn.execute(
             documents.insert(),
@@ -125,6 +124,13 @@ def test_search_index_migration_backfills_stored_documents(tmp_path: Path) -> No
                  "fetched_at": 0.0, "upstream": "t"},
             ],
         )  # fmt: skip
+
+
+def test_search_index_migration_backfills_stored_documents(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    store = Store(engines.create(url))
+    upgrade(store.engine, "0001")
+    insert_two_documents(store)
     store.close()
     store = Store.open(url)
     try:

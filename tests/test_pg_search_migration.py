@@ -10,9 +10,9 @@ from sqlalchemy import text
 
 from mirror.store import engine as engines
 from mirror.store.migrate import upgrade
-from mirror.store.schema import SCHEMA_REVISION, documents, metadata
+from mirror.store.schema import SCHEMA_REVISION, metadata
 from mirror.store.store import Store
-from tests.test_migrations import _shape
+from tests.test_migrations import _shape, insert_two_documents
 
 
 @pytest.fixture
@@ -68,16 +68,7 @@ def test_migrations_and_metadata_build_the_same_search_objects(  # type: ignore[
 def test_the_upgrade_indexes_documents_stored_before_it(blank_pg: str) -> None:
     store = Store(engines.create(blank_pg))
     upgrade(store.engine, "0009")
-    with store.engine.begin() as conn:
-        conn.execute(
-            documents.insert(),
-            [
-                {"name": "documents/a.example/x", "title": "Walrus care", "content":
-                 "# Walrus care\n\nFeed the walrus fish.", "fetched_at": 0.0, "upstream": "t"},
-                {"name": "documents/a.example/y", "title": "Metadata only", "content": None,
-                 "fetched_at": 0.0, "upstream": "t"},
-            ],
-        )  # fmt: skip
+    insert_two_documents(store)
     assert not store.has_search_index()  # no index behind search_docs before 0011
     store.close()
     store = Store.open(blank_pg)
