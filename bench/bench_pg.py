@@ -10,6 +10,9 @@ so its numbers flatter PostgreSQL's writes). The baseline is SQLite on the same 
 - get20: p50/p99 of Store.get_many of 20 random cached names;
 - search: p50/p99 of Store.rank_documents (the store's lexical ranking) for corpus titles,
   where the store has a local search index (PostgreSQL gets one from its search migration);
+- snippets: p50/p99 of the snippets of a page of 10 local results for a corpus title, the
+  store's way (ts_headline on PostgreSQL, best_window on SQLite), next to best_window's cost
+  for the same pages ("window");
 - serve: requests/s of REST batchGet (20 names) at 64 keep-alive clients spread over 1, 2 and
   3 `dk-mirror serve` processes on the one PostgreSQL database (1 on SQLite for reference).
 """
@@ -32,6 +35,8 @@ from bench.common import add_corpus_option, english_corpus, ms, pct, timed
 from bench.load import request_bytes, run_spread
 from mirror.models import Document
 from mirror.records import read_documents
+from mirror.search.snippets import best_window, plain_text
+from mirror.service import search
 from mirror.store.store import Store
 
 CLIENTS = 64
@@ -81,11 +86,33 @@ def measure_store(url: str, docs: list[Document], rounds: int) -> dict[str, str]
             queries = iter([d.title or d.name for d in rng.sample(docs, rounds)])
             found = timed(lambda: store.rank_documents(next(queries), limit=10), rounds)
             out.update({"search p50": ms(pct(found, 50)), "search p99": ms(pct(found, 99))})
+            out.update(measure_snippets(store, [d.title or d.name for d in docs], rounds))
         else:
             out.update({"search p50": "no index", "search p99": "no index"})
         return out
     finally:
         store.close()
+
+
+def measure_snippets(store: Store, titles: list[str], rounds: int) -> dict[str, str]:
+    """p50/p99 of the snippets of a page of 10 local results (the store's way: ts_headline on
+    PostgreSQL, one statement a page), and of the same pages cut by best_window in Python."""
+    rng = random.Random(13)
+    pages = []
+    for query in rng.sample(titles, min(rounds, len(titles))):
+        hits = store.search_local(query, limit=10)
+        pages.append((query, [hit.text for hit in hits]))
+    shown = [(q, [plain_text(t) for t in texts]) for q, texts in pages]
+    it = iter(pages * (rounds // len(pages) + 1))
+    ours = timed(lambda: search.snippets(store, *next(it)), rounds)
+    it = iter(shown * (rounds // len(shown) + 1))
+    window = timed(lambda: [best_window(t, q) for q, texts in [next(it)] for t in texts], rounds)
+    return {
+        "snippets p50": ms(pct(ours, 50)),
+        "snippets p99": ms(pct(ours, 99)),
+        "window p50": ms(pct(window, 50)),
+        "window p99": ms(pct(window, 99)),
+    }
 
 
 def batch_requests(url: str, names: list[str], count: int) -> list[bytes]:

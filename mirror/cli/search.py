@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 import click
 
-from ..search.snippets import best_window, plain_text
 from . import render
 from .common import global_options, json_option, open_mirror
 
@@ -68,10 +67,11 @@ def search(
         click.echo(f"no results ({result.source})", err=True)
         return
     previous = None
-    for i, hit in enumerate(result.page.results, start=1):
+    snippets = mirror.snippets(query, [hit.content for hit in result.page.results])
+    for i, (hit, snippet) in enumerate(zip(result.page.results, snippets, strict=True), start=1):
         if hit.parent == previous:
             # The same page's next-best chunk (local results are grouped by page).
-            click.echo(f"   + {_marked(best_window(plain_text(hit.content), query))}\n")
+            click.echo(f"   + {_marked(snippet)}\n")
             continue
         previous = hit.parent
         title = hit.document.title if hit.document and hit.document.title else hit.parent
@@ -79,7 +79,7 @@ def search(
         click.echo(
             f"{i}. {render.clean(title)}\n   {render.clean(hit.parent)}  [{result.source}{score}]"
         )
-        click.echo(f"   {_marked(best_window(plain_text(hit.content), query))}\n")
+        click.echo(f"   {_marked(snippet)}\n")
     note = f"source: {result.source}"
     if result.recorded_at:
         note += f", recorded {_when(result.recorded_at)}"

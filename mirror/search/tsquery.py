@@ -21,6 +21,8 @@ import re
 import unicodedata
 from functools import cache
 
+from . import lexical
+
 # Latin combining diacritics, dropped after NFKD decomposition (unicode61's remove_diacritics);
 # other marks (Devanagari vowel signs, Japanese voicing marks) are part of their words.
 _DIACRITICS = range(0x0300, 0x0370)
@@ -151,3 +153,48 @@ def _join(parts: list[str], operator: str) -> str:
     if len(kept) > 1:
         return "(" + operator.join(kept) + ")"
     return kept[0] if kept else ""
+
+
+# --- headlines ----------------------------------------------------------------------------------
+
+# Scripts written without spaces (lexical's CJK ranges): each character is one word of the text
+# a headline is cut from, so the query's bigrams can mark it (the index holds them as bigrams
+# in the side column, a form that has no place in the text a user reads).
+_CJK_CHAR = re.compile(f"[{lexical._CJK}]")
+# A run of ASCII (cut 1:1 by the fast path) or one other character.
+_PIECE = re.compile(r"[\x00-\x7f]+|[^\x00-\x7f]")
+
+
+def headline_text(text: str) -> tuple[str, list[int]]:
+    """`text` cut as `normalized` cuts it, with each CJK character a word of its own, and for
+    every character of the cut text the index of the character of `text` it came from: what
+    ts_headline reads and marks is the cut text, what the user sees is `text`."""
+    pieces: list[str] = []
+    origins: list[int] = []
+    for found in _PIECE.finditer(text):
+        start, piece = found.start(), found.group()
+        if piece.isascii():
+            pieces.append(normalized(piece))
+            origins.extend(range(start, found.end()))
+            continue
+        cut = normalized(piece)
+        if _CJK_CHAR.match(piece):
+            cut = f" {cut} "
+        pieces.append(cut)
+        origins.extend([start] * len(cut))
+    return "".join(pieces), origins
+
+
+def headline_query(query: str) -> str:
+    """The tsquery that marks a query's words in a headline's cut text: each word of each
+    term, as SQLite's snippets mark them (`chrome.runtime.onMessage` marks its three words; a
+    camelCase word's parts, which rank pages by their identifiers, mark nothing), and for CJK
+    words their bigrams (phrases of characters). '' when nothing is left to mark."""
+    operands: list[str] = []
+    for term in lexical.query_terms(query):
+        cjk = [part for part in term.parts if _CJK_CHAR.match(part)]
+        for words in (*term.text.split(), *cjk):
+            cut = " ".join(_CJK_CHAR.sub(lambda m: f" {m.group()} ", normalized(words)).split())
+            if cut:
+                operands.append(f"'{cut}'")
+    return " | ".join(dict.fromkeys(operands))

@@ -336,6 +336,13 @@ class Mirror:
         search.check_fetch(chosen, fetch)  # a usage error, before the store is opened
         return search.search(self._ctx(), request, chosen, fetch=fetch)
 
+    def snippets(self, query: str, contents: Sequence[str]) -> list[list[tuple[str, bool]]]:
+        """The snippet of each chunk text of a page of results for `query`: (segment, marked)
+        pairs on one line, the query's words marked."""
+        from . import search
+
+        return search.snippets(self._ctx().store, query, contents)
+
     def answer_query(
         self, query: str, *, filter: str | None = None, mode: Mode | None = None
     ) -> AnswerResult:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -18,6 +20,8 @@ from .context import Context
 if TYPE_CHECKING:
     from ..search import filters
     from ..store.fts import DocumentHit
+    from ..store.reader import Reader
+    from ..store.store import Store
 
 # Page tokens the local index gives out start with this; upstream's never do.
 LOCAL_TOKEN = "local."
@@ -216,6 +220,25 @@ def grouped_page(
                 for chunk in chunks
             )
     return results[offset : offset + size], len(results) > offset + size
+
+
+# Control characters (C0 but line breaks and tabs, DEL, C1) never reach a snippet: a terminal
+# would act on them. Line breaks stay until plain_text has read the Markdown's lines.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def snippets(
+    store: Store | Reader, query: str, contents: Sequence[str]
+) -> list[list[tuple[str, bool]]]:
+    """The snippet of each chunk text of a page of results, as (segment, marked) pairs on
+    one line: the chunk as prose (no fence info strings, headings set off, no control
+    characters), cut around the query's words by the store's own machinery where it has one
+    (ts_headline on PostgreSQL, one statement for the page), else by best_window."""
+    from ..search.snippets import best_window, plain_text
+
+    shown = [plain_text(_CONTROL.sub(" ", content)) for content in contents]
+    found = store.headlines(query, shown) if shown else None
+    return found if found is not None else [best_window(text, query) for text in shown]
 
 
 def _local(ctx: Context, request: SearchRequest) -> SearchPage:

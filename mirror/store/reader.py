@@ -172,6 +172,10 @@ class Reader:
             self._has_index = found is not None
         return self._has_index
 
+    def headlines(self, query: str, shown: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
+        """None: an SQLite store has no headline machinery (the shells cut their own)."""
+        return None
+
     def search_local(
         self, query: str, *, limit: int = 5, offset: int = 0, where: Node | None = None
     ) -> list[LocalHit]:

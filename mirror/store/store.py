@@ -353,6 +353,16 @@ class Store:
         with self.engine.connect() as conn, conn.begin():
             return index.search(conn, query, limit=limit, offset=offset, where=clause)
 
+    def headlines(self, query: str, shown: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
+        """The snippets of texts `shown` for `query` by the database's own machinery, in one
+        statement (ts_headline on PostgreSQL); None where the shells cut their own (SQLite)."""
+        if self.engine.dialect.name != "postgresql":
+            return None
+        from . import pg_headline
+
+        with self.engine.connect() as conn:
+            return pg_headline.headlines(conn, query, shown)
+
     def rank_documents(
         self, query: str, *, limit: int = 10, where: Node | None = None
     ) -> list[DocumentHit]:

@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 from ... import names as naming
 from ...errors import InvalidInput, MirrorError, NotCached, NotFound
 from ...policy import Mode
-from ...search.snippets import best_window, plain_text
+from ...search.snippets import plain_text
 from ..api_errors import scrub, status_of
 from . import links as web_links
 from . import markdown_html as web_markdown
@@ -188,6 +188,7 @@ class _Pages:
             return page("search.html", 400, q=q, result=None, hits=[], error=exc)
         parents = list(dict.fromkeys(chunk.parent for chunk in result.page.results))
         mirrored = self.mirror.cached_names(parents)
+        snippets = self.mirror.snippets(q, [chunk.content for chunk in result.page.results])
         hits = [
             {
                 "name": chunk.parent,
@@ -197,12 +198,12 @@ class _Pages:
                 if chunk.parent in mirrored
                 else naming.uri_of(chunk.parent),
                 "mirrored": chunk.parent in mirrored,
-                "snippet": best_window(plain_text(chunk.content), q),
+                "snippet": snippet,
                 "source": chunk.source or result.source,
                 "data_source": (chunk.document.data_source if chunk.document else None)
                 or naming.uri_of(chunk.parent).split("/")[2],
             }
-            for chunk in result.page.results
+            for chunk, snippet in zip(result.page.results, snippets, strict=True)
         ]
         # Local results come grouped by page (its best chunks in a row): a page's second
         # chunk is shown under the first, without repeating its title.
