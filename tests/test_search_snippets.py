@@ -103,6 +103,15 @@ def test_stemmed_and_accented_words_are_marked_in_the_users_spelling(offline):
     assert _joined(snippet) == content
 
 
+def test_a_short_chunk_is_shown_whole_with_its_punctuation(offline):
+    content = "- Introduction to source maps\n- Debug your original code (with maps)."
+    [snippet] = offline.snippets("source maps", [content])
+    assert (
+        _joined(snippet) == "- Introduction to source maps - Debug your original code (with maps)."
+    )
+    assert _marked(snippet) == ["source", "maps", "maps"]
+
+
 def test_postgresql_marks_folded_accents_and_cjk_words_in_the_text_as_written(pg_url):
     # What the index cut (accents dropped, CJK as bigrams) marks the text as the user wrote it.
     store = Store.open(pg_url)

@@ -102,4 +102,9 @@ def _widened(shown: str, left: int, right: int) -> tuple[int, int]:
     stop = min(right + WIDEN, len(shown))
     while right < stop and not shown[right].isspace():
         right += 1
+    # Nothing but punctuation before or after (a list's `-`, a closing `)`): show it too.
+    if not any(c.isalnum() for c in shown[:left]):
+        left = 0
+    if not any(c.isalnum() for c in shown[right:]):
+        right = len(shown)
     return left, right
