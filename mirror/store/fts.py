@@ -89,8 +89,8 @@ class Filtered(Protocol):
 class LocalHit:
     """One chunk found by local search, with its score in [0, 1] (higher is better).
 
-    No snippet: the shells cut one from `text` (mirror.snippets), the same way for local,
-    recorded and upstream results.
+    No snippet: the shells ask for a page's snippets (Mirror.snippets, cut from the text shown)
+    once it is known, the same way for local, recorded and upstream results.
     """
 
     name: str

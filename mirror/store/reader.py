@@ -173,7 +173,7 @@ class Reader:
         return self._has_index
 
     def headlines(self, query: str, shown: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
-        """None: an SQLite store has no headline machinery (the shells cut their own)."""
+        """None: SQLite has no headline machinery (the caller cuts the snippets itself)."""
         return None
 
     def search_local(

@@ -355,7 +355,8 @@ class Store:
 
     def headlines(self, query: str, shown: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
         """The snippets of texts `shown` for `query` by the database's own machinery, in one
-        statement (ts_headline on PostgreSQL); None where the shells cut their own (SQLite)."""
+        statement (ts_headline on PostgreSQL); None on SQLite, where the caller cuts them itself
+        (mirror.service.search.snippets: best_window)."""
         if self.engine.dialect.name != "postgresql":
             return None
         from . import pg_headline
