@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirror.search.lexical import all_of, any_of, query_terms
-from mirror.search.tsquery import normalized, to_tsquery
+from mirror.search.tsquery import headline_query, headline_text, normalized, to_tsquery
 from mirror.store.pg_index import fitted
 
 
@@ -77,3 +77,23 @@ def test_a_huge_page_is_cut_to_fit_the_tsvector_limit() -> None:
     cut = fitted(distinct, 600_000)
     assert distinct.startswith(cut) and 40_000 < len(cut.split()) < 60_000
     assert not cut.endswith(" ")
+
+
+def test_headline_text_maps_every_cut_character_back_to_the_text_shown():
+    shown = "Use chrome.runtime.onMessage — Émigré ﬁle 缓存。"
+    cut, origins = headline_text(shown)
+    assert cut.split() == ["use", "chrome", "runtime", "onmessage", "emigre", "file", "缓", "存"]
+    assert len(origins) == len(cut)
+    start = cut.index("onmessage")
+    assert shown[origins[start] : origins[start + len("onmessage") - 1] + 1] == "onMessage"
+    start = cut.index("emigre")
+    assert shown[origins[start] : origins[start + 5] + 1] == "Émigré"
+    start = cut.index("file")
+    assert shown[origins[start] : origins[start + 3] + 1] == "ﬁle"
+
+
+def test_headline_query_marks_the_users_words_not_an_identifiers_parts():
+    assert headline_query("chrome.runtime.onMessage") == "'chrome' | 'runtime' | 'onmessage'"
+    assert headline_query("getUserMedia") == "'getusermedia'"
+    assert headline_query("缓存网络") == "'缓 存 网 络' | '缓 存' | '存 网' | '网 络'"
+    assert headline_query("...") == ""
