@@ -96,17 +96,19 @@ def measure_store(url: str, docs: list[Document], rounds: int) -> dict[str, str]
 
 def measure_snippets(store: Store, titles: list[str], rounds: int) -> dict[str, str]:
     """p50/p99 of the snippets of a page of 10 local results (the store's way: ts_headline on
-    PostgreSQL, one statement a page), and of the same pages cut by best_window in Python."""
+    PostgreSQL, one statement a page), and of the same pages cut as the shells cut them
+    before, best_window(plain_text(chunk)) in Python."""
     rng = random.Random(13)
     pages = []
     for query in rng.sample(titles, min(rounds, len(titles))):
         hits = store.search_local(query, limit=10)
         pages.append((query, [hit.text for hit in hits]))
-    shown = [(q, [plain_text(t) for t in texts]) for q, texts in pages]
     it = iter(pages * (rounds // len(pages) + 1))
     ours = timed(lambda: search.snippets(store, *next(it)), rounds)
-    it = iter(shown * (rounds // len(shown) + 1))
-    window = timed(lambda: [best_window(t, q) for q, texts in [next(it)] for t in texts], rounds)
+    it = iter(pages * (rounds // len(pages) + 1))
+    window = timed(
+        lambda: [best_window(plain_text(t), q) for q, texts in [next(it)] for t in texts], rounds
+    )
     return {
         "snippets p50": ms(pct(ours, 50)),
         "snippets p99": ms(pct(ours, 99)),
