@@ -171,6 +171,8 @@ def test_errors_notifications_and_other_calls_are_the_sdks(
         call(10.5, {"names": names}),
         call(True, {"names": names}),
         call(None, {"names": names}),
+        call("\ud800", {"names": names}),  # an id UTF-8 cannot carry
+        call(18, {"names": [names[0] + "\udc00"]}),
         call(
             11,
             {"names": names},

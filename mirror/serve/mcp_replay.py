@@ -68,11 +68,11 @@ class Answer:
 
     status: int
     headers: list[tuple[bytes, bytes]]
-    tail: bytes  # `,"result":{...}}`
+    tail: bytes  # `"result":{...}}`
 
     def body(self, request_id: int | str) -> bytes:
         """The response body for a request with `request_id`."""
-        return _PREFIX + pydantic_core.to_json(request_id) + self.tail
+        return _PREFIX + pydantic_core.to_json(request_id) + b"," + self.tail
 
 
 class _Duplicate(ValueError):
@@ -98,7 +98,7 @@ def request_key(scope: Scope, body: bytes) -> tuple[Key, int | str] | None:
         return None
     request_id = message["id"]
     if isinstance(request_id, bool) or not (
-        isinstance(request_id, str) or (isinstance(request_id, int) and request_id in _ID_RANGE)
+        _encodable(request_id) or (isinstance(request_id, int) and request_id in _ID_RANGE)
     ):
         return None
     params = message["params"]
@@ -121,11 +121,22 @@ def request_key(scope: Scope, body: bytes) -> tuple[Key, int | str] | None:
     return (tuple(names), headers, scope.get("query_string", b"")), request_id
 
 
+def _encodable(value: object) -> bool:
+    """A string that UTF-8 can carry (JSON's \\ud800 escapes can make one it cannot)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def answer_of(
     status: int, headers: list[tuple[bytes, bytes]], body: bytes, request_id: int | str
 ) -> Answer | None:
     """The SDK's response as an Answer to replay, or None if it must not be replayed."""
-    start = _PREFIX + pydantic_core.to_json(request_id)
+    start = _PREFIX + pydantic_core.to_json(request_id) + b","
     content_type = dict(headers).get(b"content-type", b"")
     if status != 200 or not content_type.startswith(b"application/json"):
         return None
@@ -135,8 +146,10 @@ def answer_of(
         message = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
-    result = message.get("result") if isinstance(message, dict) else None
-    if message.keys() != {"jsonrpc", "id", "result"} or not isinstance(result, dict):
+    if not isinstance(message, dict) or message.keys() != {"jsonrpc", "id", "result"}:
+        return None
+    result = message["result"]
+    if not isinstance(result, dict):
         return None
     if result.get("isError"):
         return None  # errors are rare and cheap to answer: the SDK says them every time
