@@ -9,8 +9,9 @@ and MCP tools/call), next to a bare Starlette endpoint in its own process under 
 settings returning the very same answer bytes from memory, in the same run, the two taking
 turns within each level. Target: p99 at 64 clients within 3x of the bare endpoint's;
 throughput flat or rising from 8 to 64 clients. The 200 requests repeat, and a read-only
-server keeps the documents it answered with (serve/answer_cache.py), so after the first round
-the mirror answers from memory too: what is measured is its request handling, not SQLite.
+server keeps the documents it answered with (serve/answer_cache.py) and, for MCP, the SDK's
+own answer to each get_documents call (serve/mcp_replay.py), so after the first round the
+mirror answers from memory too: what is measured is its request handling, not SQLite.
 
 paths: one client at a time: httpx.Client for REST and raw JSON-RPC, one mcp Client session for
 the SDK. Baseline: Mirror.get_documents on the same store, in this process, in the same run.

@@ -10,10 +10,11 @@ import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from .answer_cache import AnswerCache
 from .body_limit import BodyLimit
+from .mcp_replay import McpReplay
 from .mcp_server import build_server
 from .options import ServeOptions
 from .rest_api import rest_routes
@@ -29,8 +30,12 @@ MCP_PATH = "/mcp"
 WORKER_THREADS = 40
 
 
-def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
-    """The whole server for `mirror`, every route behind the Host/Origin/token guard and body limit."""
+def build_app(mirror: Mirror, options: ServeOptions, *, replay: bool = True) -> Starlette:
+    """The whole server for `mirror`, every route behind the Host/Origin/token guard and body limit.
+
+    `replay`: a read-only server answers repeated get_documents calls with the SDK's own
+    earlier answer (mcp_replay.py); False sends every MCP request through the SDK.
+    """
     prepare(mirror, options)
     cache = answer_cache(mirror, options)
     server = build_server(mirror, options, cache)
@@ -43,7 +48,7 @@ def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
         transport_security=transport_security(options),
     )
     routes: list[BaseRoute] = [
-        *mcp_http.routes,
+        *mcp_routes(mcp_http.routes, cache if replay else None),
         *rest_routes(mirror, options, cache),
         *browser_routes(mirror, options),
     ]
@@ -58,6 +63,18 @@ def build_app(mirror: Mirror, options: ServeOptions) -> Starlette:
     # The guard runs first: a stranger's request is refused before its body is read.
     middleware = [Middleware(RequestGuard, options=options), Middleware(BodyLimit)]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+def mcp_routes(routes: list[BaseRoute], cache: AnswerCache | None) -> list[BaseRoute]:
+    """The SDK's routes, its /mcp endpoint behind McpReplay when there is a documents cache."""
+    if cache is None:
+        return routes
+    out: list[BaseRoute] = []
+    for route in routes:
+        if isinstance(route, Route) and route.path == MCP_PATH:
+            route = Route(MCP_PATH, endpoint=McpReplay(route.endpoint, cache))
+        out.append(route)
+    return out
 
 
 def prepare(mirror: Mirror, options: ServeOptions) -> None:

@@ -22,6 +22,7 @@ from ..config import (
     ENV_SEARCH_RATE,
 )
 from ..errors import ProtocolError, QuotaExceeded, Unavailable, UpstreamError
+from .parking import parked_sleep
 
 log = logging.getLogger("mirror.upstream")
 
@@ -270,8 +271,12 @@ def call_with_retry(
         exc = state.outcome.exception() if state.outcome else None
         raise _gave_up(policy, what, state, elapsed(), exc, quota) from exc
 
+    def sleep(seconds: float) -> None:
+        # A caller running several calls at once may let others go meanwhile (parking.py).
+        parked_sleep(policy.sleep, seconds)
+
     retrying = Retrying(
-        sleep=policy.sleep,
+        sleep=sleep,
         stop=stop,
         wait=wait,
         retry=retry_if_exception(worth_retrying),
