@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from ..models import CachedDocument, Document, content_sha256
+from .compression import inflate
 
 if TYPE_CHECKING:
     from sqlalchemy import Table
@@ -62,7 +63,8 @@ def document_row(doc: Document, fetched_at: float, upstream: str) -> dict[str, A
 
 
 def cached_document(row: Any) -> CachedDocument:
-    """A CachedDocument from a full `documents` row, in the table's column order."""
+    """A CachedDocument from a full `documents` row, in the table's column order (its
+    content compressed, as raw sqlite3 reads it, or already text)."""
     # Positional unpacking: attribute access by name on Row costs more than the query itself
     # on this hot path (20 rows per get_documents).
     (name, uri, title, description, data_source, update_time, length, content, extra_json,
@@ -70,7 +72,7 @@ def cached_document(row: Any) -> CachedDocument:
     doc = Document(
         name,
         uri,
-        content,
+        inflate(content),
         description,
         data_source,
         title,
