@@ -248,3 +248,29 @@ def test_the_store_file_is_smaller_than_the_markdown(tmp_path: Path) -> None:
         (stored,) = conn.execute("SELECT sum(length(content)) FROM documents").fetchone()
     assert stored < 0.5 * markdown
     assert db.stat().st_size < 1.4 * markdown  # 1.17 compressed, 1.78 plain (300 pages)
+
+
+def test_the_downgrade_stores_plain_text_again(tmp_path: Path) -> None:
+    from alembic import command
+
+    from mirror.store.migrate import _config
+
+    db = tmp_path / "store.sqlite3"
+    store = Store.open(_url(db))
+    try:
+        store.put([_doc(n, t) for n, t in TEXTS.items()], fetched_at=1.0, upstream="t")
+        writer = store.engine.connect().execution_options(**{engines.WRITE: True})
+        with writer as conn, conn.begin():
+            command.downgrade(_config(conn), "0011")
+    finally:
+        store.close()
+    assert _stored_types(db)["documents"] == {"text"}
+    with _raw(db) as conn:  # revision 0011's index reads the text without dk_inflate
+        assert dict(conn.execute("SELECT name, content FROM documents")) == TEXTS
+        conn.execute("INSERT INTO doc_fts (doc_fts, rank) VALUES ('integrity-check', 1)")
+    store = Store.open(_url(db))  # and up again
+    try:
+        assert _stored_types(db)["documents"] == {"blob"}
+        _consistent(store)
+    finally:
+        store.close()

@@ -70,7 +70,7 @@ CREATE = (
     ),
 )
 CREATE_0007 = (
-    # 0007 spelt the view on one line fewer; sqlite_master keeps the text as given.
+    # As 0007 spelt it (sqlite_master keeps a statement's text as given).
     "CREATE VIEW search_content AS SELECT s.id AS id, d.title AS title, "
     "d.description AS description, s.headings AS headings, d.content AS body, s.side AS side "
     "FROM search_docs AS s JOIN documents AS d ON d.name = s.name",

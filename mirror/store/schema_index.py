@@ -8,16 +8,18 @@ page is shown (mirror.search.chunking is deterministic), so they are never store
 
 FTS5 removes an external-content row only when given the values it indexed, so the triggers
 on `documents` hand it the old values before a row is deleted or its text changes; the Python
-writer (index.py) then indexes the new text. The Markdown is stored compressed on SQLite
-(compression.py): the view and the triggers read it through `dk_inflate`, and the change
-trigger compares texts, not stored bytes, which another zlib build could pack differently for
-the same text (index.changed compares hashes: both must agree, or an entry is lost). `search_docs` ids are AUTOINCREMENT: an id is
+writer (index.py) then indexes the new text. `search_docs` ids are AUTOINCREMENT: an id is
 never reused, so an FTS row left over by anything that bypassed the triggers can never attach
 to another document (searches join through search_docs, and `index rebuild` clears it).
 
+The Markdown is stored compressed on SQLite (compression.py): the view and the triggers read
+it through `dk_inflate`, and the change trigger compares texts, not stored bytes, which another
+zlib build could pack differently for the same text (index.changed compares hashes: the two
+must agree, or an entry would be forgotten and never written again).
+
 `search_docs` is plain SQL and exists on every database, so migrations and metadata agree
-everywhere; the view, FTS tables and triggers are SQLite-only. Migration 0007 spells out the
-same statements; tests/test_migrations.py compares them.
+everywhere; the view, FTS tables and triggers are SQLite-only. Migrations 0007 and 0012 spell
+out the same statements; tests/test_migrations.py compares them.
 """
 
 from __future__ import annotations
