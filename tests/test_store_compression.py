@@ -14,10 +14,12 @@ import pytest
 from mirror.config import Settings
 from mirror.models import Document, content_sha256
 from mirror.service import Mirror
-from mirror.store import compression
+from mirror.store import compression, sql
 from mirror.store import engine as engines
 from mirror.store.migrate import upgrade
 from mirror.store.reader import Reader
+from mirror.store.rows import document_row
+from mirror.store.schema import documents
 from mirror.store.store import Store
 from tests.emulator_fixtures import corpus_documents
 from tests.test_migrations import insert_old_documents
@@ -94,6 +96,30 @@ def test_every_reader_returns_the_exact_text(tmp_path: Path) -> None:
         assert [h.name for h in reader.search_local("zebra jumps", limit=1)] == [f"{HOST}/large"]
     finally:
         reader.close()
+
+
+def test_rows_packed_ahead_of_the_write_read_back_as_text(tmp_path: Path) -> None:
+    # A raw executemany (no Core, so no Markdown type) writes rows packed by document_row;
+    # handed to Core, packed content is not packed twice.
+    db = tmp_path / "store.sqlite3"
+    store = Store.open(_url(db))
+    rows = [document_row(_doc(n, t), 1.0, "t", packed=True) for n, t in TEXTS.items()]
+    columns = ", ".join(sql.DOCUMENT_COLUMNS)
+    marks = ", ".join("?" * len(sql.DOCUMENT_COLUMNS))
+    try:
+        with store.engine.begin() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            raw.executemany(
+                f"INSERT INTO documents ({columns}) VALUES ({marks})",
+                [tuple(row[c] for c in sql.DOCUMENT_COLUMNS) for row in rows[:2]],
+            )
+            conn.execute(documents.insert(), rows[2:])
+        assert {n: c.document.content for n, c in store.get_many(list(TEXTS)).items()} == TEXTS
+        assert {d.name: d.content for d in store.iter_documents()} == TEXTS
+    finally:
+        store.close()
+    assert _stored_types(db)["documents"] == {"blob"}
 
 
 def test_exports_are_the_bytes_of_a_plain_text_store(tmp_path: Path) -> None:

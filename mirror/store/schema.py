@@ -30,10 +30,11 @@ class Markdown(TypeDecorator[str]):
     impl = Text
     cache_ok = True
 
-    def process_bind_param(self, value: str | None, dialect: Dialect) -> Any:
-        if value is not None and dialect.name == "sqlite":
-            return deflate(value)
-        return value
+    def process_bind_param(self, value: str | bytes | None, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite":
+            # bytes: packed already (rows.document_row(packed=True)).
+            return deflate(value) if isinstance(value, str) else value
+        return inflate(value)  # PostgreSQL stores text, whatever it is handed
 
     def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
         return inflate(value)
