@@ -105,11 +105,13 @@ def _replace_objects(statements: tuple[str, ...]) -> None:
 
 
 def _register() -> None:
+    from mirror.store import compression
+
     raw = op.get_bind().connection.driver_connection
     raw.create_function("dk_0012_deflate", 1, _deflate, deterministic=True)
     raw.create_function("dk_0012_inflate", 1, _inflate, deterministic=True)
-    # What the new view and triggers call (the project's connections register it too).
-    raw.create_function("dk_inflate", 1, _inflate, deterministic=True)
+    # What the new view and triggers call (every connection of the project registers it).
+    compression.register(raw)
 
 
 def upgrade() -> None:
