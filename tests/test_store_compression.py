@@ -201,8 +201,14 @@ def test_a_shell_without_dk_inflate_cannot_break_the_index(tmp_path: Path) -> No
     store = Store.open(_url(db))
     store.put([_doc(n, t) for n, t in TEXTS.items()], fetched_at=1.0, upstream="t")
     store.close()
-    with _raw(db) as conn, pytest.raises(sqlite3.OperationalError, match="dk_inflate"):
-        conn.execute("DELETE FROM documents")
+    with _raw(db) as conn:
+        for statement in (
+            "DELETE FROM documents",
+            "UPDATE documents SET title = 'Other'",
+            "UPDATE documents SET content = 'plain'",
+        ):
+            with pytest.raises(sqlite3.OperationalError, match="dk_inflate"):
+                conn.execute(statement)
     store = Store.open(_url(db))
     try:
         assert len(store.get_many(list(TEXTS))) == len(TEXTS)
