@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import ROOT, add_corpus_option, pct
+from mirror.store import compression
 
 # Documents per generated import file: the issue measures import per 100k file.
 FILE_DOCS = 100_000
@@ -255,8 +256,10 @@ def measure(
         "import_rate": imported["docs_per_s"],
     }
     with sqlite3.connect(db) as conn:
+        # The Markdown's own bytes: the store keeps it compressed (mirror/store/compression.py).
+        compression.register(conn)
         markdown = conn.execute(
-            "SELECT coalesce(sum(length(CAST(content AS BLOB))), 0) FROM documents"
+            "SELECT coalesce(sum(length(CAST(dk_inflate(content) AS BLOB))), 0) FROM documents"
         ).fetchone()[0]
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     fig["space"] = db.stat().st_size / markdown

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, create_engine, delete, insert, select
+from sqlalchemy import Engine, create_engine, delete, event, insert, select
 from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.exc import CompileError
 
@@ -28,6 +28,7 @@ from mirror.search.filters import (
     to_text,
     validate,
 )
+from mirror.store import compression
 from mirror.store.filter_sql import to_sql
 from mirror.store.schema import documents, metadata
 from tests.search_backends import BACKENDS, module_store_url
@@ -342,6 +343,8 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
     file, and a PostgreSQL database (where the same filters compile to PostgreSQL's SQL)."""
     with module_store_url(request, "filters") as url:
         eng = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+        if eng.dialect.name == "sqlite":  # the search triggers read the text through it
+            event.listen(eng, "connect", lambda conn, _record: compression.register(conn))
         metadata.create_all(eng)
         yield eng
         eng.dispose()

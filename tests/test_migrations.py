@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import MetaData, create_engine, inspect
+from sqlalchemy import Connection, MetaData, column, create_engine, inspect, table
 
 from mirror.store import engine as engines
 from mirror.store import schema_counts
@@ -111,12 +112,19 @@ def test_blank_postgresql_database_migrates_to_the_code_schema(postgres_server) 
             postgres_server.drop_database(url)
 
 
+def insert_old_documents(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Write `rows` into `documents` as a store before revision 0012 held them: the Markdown
+    as plain TEXT (the current table's Markdown type would compress it)."""
+    old = table("documents", *(column(key) for key in rows[0]))
+    conn.execute(old.insert(), rows)
+
+
 def insert_two_documents(store: Store) -> None:
     """A page with content and a metadata-only row, written straight into `documents` (as a
     store at an older revision holds them, before a search migration indexes them)."""
     with store.engine.begin() as conn:
-        conn.execute(
-            documents.insert(),
+        insert_old_documents(
+            conn,
             [
                 {"name": "documents/a.example/x", "title": "Walrus care", "content":
                  "# Walrus care\n\nFeed the walrus fish.", "fetched_at": 0.0, "upstream": "t"},
@@ -172,7 +180,7 @@ def test_counts_migration_counts_stored_documents(tmp_path: Path) -> None:
          "fetched_at": 9.0, "upstream": "t"},
     ]  # fmt: skip
     with store.engine.begin() as conn:
-        conn.execute(documents.insert(), rows)
+        insert_old_documents(conn, rows)
     store.close()
     store = Store.open(url)
     try:

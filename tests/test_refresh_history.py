@@ -21,12 +21,13 @@ from mirror.service.history import resolve
 from mirror.service.refresh import RefreshInterrupted
 from mirror.store import engine as engines
 from mirror.store.migrate import upgrade
-from mirror.store.schema import SCHEMA_REVISION, documents
+from mirror.store.schema import SCHEMA_REVISION
 from mirror.store.store import Store
 
 from .conftest import no_wait_retry
 from .emulator import Emulator, Fault
 from .emulator_fixtures import synthetic_documents
+from .test_migrations import insert_old_documents
 
 # The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
 pytestmark = pytest.mark.both_backends
@@ -318,8 +319,8 @@ def test_migration_carries_an_existing_store_forward(tmp_path: Path) -> None:
     upgrade(old.engine, "0003")
     body = "# Old page\n\nWritten before history existed.\n"
     with old.engine.begin() as conn:
-        conn.execute(
-            documents.insert(),
+        insert_old_documents(
+            conn,
             [
                 {"name": "documents/a.example/x", "content": body, "fetched_at": 5.0,
                  "content_sha256": content_sha256(body), "update_time": "2026-01-01T00:00:00Z",

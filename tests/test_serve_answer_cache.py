@@ -116,7 +116,8 @@ def test_the_generation_changes_with_every_commit_from_any_connection_or_process
         assert second != first
         script = (
             "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
-            "c.execute(\"UPDATE documents SET title = 'changed elsewhere'\"); c.commit()"
+            # A column the search triggers do not watch: they need dk-mirror's dk_inflate.
+            "c.execute(\"UPDATE documents SET upstream = 'changed elsewhere'\"); c.commit()"
         )
         subprocess.run([sys.executable, "-c", script, str(path)], check=True)
         assert store.generation() != second

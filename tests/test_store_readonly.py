@@ -17,6 +17,7 @@ from mirror.config import Settings
 from mirror.errors import SchemaError, StoreError
 from mirror.records import read_sample
 from mirror.service import Mirror
+from mirror.store import compression
 from mirror.store import engine as engines
 from mirror.store.migrate import upgrade
 from mirror.store.schema import SCHEMA_REVISION
@@ -134,6 +135,7 @@ def _leave_wal(store: Path, target: Path, *, with_shm: bool) -> None:
     """Copy `store` to `target` as a writer that never checkpointed would leave it."""
     target.parent.mkdir(parents=True)
     conn = sqlite3.connect(store)
+    compression.register(conn)  # as a dk-mirror writer: the search triggers read through it
     conn.execute("PRAGMA wal_autocheckpoint=0")
     conn.execute("UPDATE documents SET title = 'changed in the wal' WHERE name = ?", (NAME,))
     conn.commit()

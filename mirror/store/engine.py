@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from ..errors import StoreError
+from . import compression
 from .failures import READ_ONLY_HINT, WHERE, on_error
 
 log = logging.getLogger("mirror.store")
@@ -44,6 +45,8 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any, *, readonly: bool = 
     # Let SQLAlchemy's begin event issue BEGIN itself; pysqlite's implicit BEGIN would start
     # transactions late (at the first write) and as DEFERRED, inviting SQLITE_BUSY upgrades.
     dbapi_connection.isolation_level = None
+    # The search view and triggers read the compressed Markdown through dk_inflate.
+    compression.register(dbapi_connection)
     cursor = dbapi_connection.cursor()
     try:
         if not readonly:

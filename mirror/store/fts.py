@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..search import lexical, translations
+from .compression import inflate
 from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
 
 # bm25 weights per doc_fts column (title, description, heading lines, body, side column).
@@ -357,6 +358,7 @@ def search(
 
     def contents(names: list[str]) -> dict[str, str | None]:
         marks = ", ".join("?" * len(names))
-        return dict(raw.execute(_CONTENT.format(marks=marks), names).fetchall())
+        rows = raw.execute(_CONTENT.format(marks=marks), names).fetchall()
+        return {name: inflate(content) for name, content in rows}
 
     return grouped(documents, query, need, contents)[offset:need]

@@ -20,6 +20,7 @@ from ..models import Document, content_sha256
 from ..search import lexical
 from ..search.chunking import headings
 from . import fts, sql
+from .compression import inflate
 from .fts import RANK, DocumentHit, LocalHit
 from .schema import documents
 from .schema_index import search_docs
@@ -214,7 +215,7 @@ def _stored(raw: Any) -> Iterator[list[Document]]:
         ).fetchall()
         if not rows:
             return
-        yield [Document(name=n, title=t, content=c) for n, t, c in rows]
+        yield [Document(name=n, title=t, content=inflate(c)) for n, t, c in rows]
         after = rows[-1][0]
 
 

@@ -31,7 +31,7 @@ from ..models import (
     Summary,
     Version,
 )
-from . import sql
+from . import compression, sql
 from .rows import cached_document
 
 if TYPE_CHECKING:
@@ -100,6 +100,7 @@ class Reader:
             return None
         try:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            compression.register(conn)  # search reads the Markdown through dk_inflate
             row = conn.execute(sql.REVISION).fetchone()
         except sqlite3.Error:  # not a store, no schema yet, unreadable: the Store will say
             conn.close()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from ..models import CachedDocument, Document, content_sha256
+from .compression import deflate, inflate
 
 if TYPE_CHECKING:
     from sqlalchemy import Table
@@ -41,8 +42,15 @@ def insert_missing(dialect: str, table: Table, keys: list[str]) -> Any:
     return dialect_insert(dialect, table).on_conflict_do_nothing(index_elements=keys)
 
 
-def document_row(doc: Document, fetched_at: float, upstream: str) -> dict[str, Any]:
-    """The `documents` row for `doc`, as fetched at `fetched_at` from `upstream`."""
+def document_row(
+    doc: Document, fetched_at: float, upstream: str, *, packed: bool = False
+) -> dict[str, Any]:
+    """The `documents` row for `doc`, as fetched at `fetched_at` from `upstream`.
+
+    `packed`: the content already compressed as SQLite stores it, for a write that bypasses
+    Core (raw executemany; a worker thread can pay for the compression then). Through Core
+    leave it False: the Markdown column type compresses on SQLite, and only there.
+    """
     content = doc.content
     return {
         "name": doc.name,
@@ -52,7 +60,7 @@ def document_row(doc: Document, fetched_at: float, upstream: str) -> dict[str, A
         "data_source": doc.data_source,
         "update_time": doc.update_time,
         "content_length_bytes": doc.content_length_bytes,
-        "content": content,
+        "content": deflate(content) if packed and content is not None else content,
         "extra_json": json.dumps(dict(doc.extra), sort_keys=True) if doc.extra else None,
         "content_sha256": content_sha256(content) if content is not None else None,
         "fetched_at": fetched_at,
@@ -62,7 +70,8 @@ def document_row(doc: Document, fetched_at: float, upstream: str) -> dict[str, A
 
 
 def cached_document(row: Any) -> CachedDocument:
-    """A CachedDocument from a full `documents` row, in the table's column order."""
+    """A CachedDocument from a full `documents` row, in the table's column order (its
+    content compressed, as raw sqlite3 reads it, or already text)."""
     # Positional unpacking: attribute access by name on Row costs more than the query itself
     # on this hot path (20 rows per get_documents).
     (name, uri, title, description, data_source, update_time, length, content, extra_json,
@@ -70,7 +79,7 @@ def cached_document(row: Any) -> CachedDocument:
     doc = Document(
         name,
         uri,
-        content,
+        inflate(content),
         description,
         data_source,
         title,

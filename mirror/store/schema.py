@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Float, Integer, MetaData, String, Table, Text
+from typing import Any
 
+from sqlalchemy import Column, Dialect, Float, Integer, MetaData, String, Table, Text
+from sqlalchemy.types import TypeDecorator
+
+from .compression import deflate, inflate
 from .sql import SCHEMA_REVISION
 
-__all__ = ["NAME", "SCHEMA_REVISION", "documents", "metadata"]
+__all__ = ["NAME", "SCHEMA_REVISION", "Markdown", "documents", "metadata"]
 
 metadata = MetaData()
 
@@ -14,6 +18,27 @@ metadata = MetaData()
 # compare by code point there as in SQLite and Python, whatever the database's locale, so
 # listings, prefix ranges and snapshot order are the same on both.
 NAME = String(500).with_variant(String(500, collation="C"), "postgresql")
+
+
+class Markdown(TypeDecorator[str]):
+    """A document's Markdown: TEXT in the schema, written zlib-compressed on SQLite
+    (compression.py) and read back as text from either form; plain on PostgreSQL.
+
+    Every Core read and write of the content columns goes through it (copying a store between
+    backends included); raw sqlite3 reads call compression.inflate themselves."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | bytes | None, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite":
+            # bytes: packed already (rows.document_row(packed=True)).
+            return deflate(value) if isinstance(value, str) else value
+        return inflate(value)  # PostgreSQL stores text, whatever it is handed
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        return inflate(value)
+
 
 documents = Table(
     "documents",
@@ -27,7 +52,7 @@ documents = Table(
     Column("update_time", String(40)),
     Column("content_length_bytes", Integer),
     # NULL when only metadata (BASIC view) has been seen.
-    Column("content", Text),
+    Column("content", Markdown),
     # Fields upstream sent that this version does not model, as canonical JSON.
     Column("extra_json", Text),
     Column("content_sha256", String(64)),

@@ -12,9 +12,14 @@ writer (index.py) then indexes the new text. `search_docs` ids are AUTOINCREMENT
 never reused, so an FTS row left over by anything that bypassed the triggers can never attach
 to another document (searches join through search_docs, and `index rebuild` clears it).
 
+The Markdown is stored compressed on SQLite (compression.py): the view and the triggers read
+it through `dk_inflate`, and the change trigger compares texts, not stored bytes, which another
+zlib build could pack differently for the same text (index.changed compares hashes: the two
+must agree, or an entry would be forgotten and never written again).
+
 `search_docs` is plain SQL and exists on every database, so migrations and metadata agree
-everywhere; the view, FTS tables and triggers are SQLite-only. Migration 0007 spells out the
-same statements; tests/test_migrations.py compares them.
+everywhere; the view, FTS tables and triggers are SQLite-only. Migrations 0007 and 0012 spell
+out the same statements; tests/test_migrations.py compares them.
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ search_docs = Table(
 _COLUMNS = "title, description, headings, body, side"
 CREATE_VIEW = (
     "CREATE VIEW search_content AS SELECT s.id AS id, d.title AS title, "
-    "d.description AS description, s.headings AS headings, d.content AS body, s.side AS side "
+    "d.description AS description, s.headings AS headings, dk_inflate(d.content) AS body, "
+    "s.side AS side "
     "FROM search_docs AS s JOIN documents AS d ON d.name = s.name"
 )
 CREATE_FTS = (
@@ -67,18 +73,27 @@ CREATE_HEAD = (
 CREATE_VOCAB = f"CREATE VIRTUAL TABLE {FTS_VOCAB} USING fts5vocab({FTS_TABLE}, 'row')"
 _FORGET = (
     f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, {_COLUMNS}) "
-    "SELECT 'delete', s.id, old.title, old.description, s.headings, old.content, s.side "
+    "SELECT 'delete', s.id, old.title, old.description, s.headings, dk_inflate(old.content), "
+    "s.side "
     "FROM search_docs AS s WHERE s.name = old.name; "
     f"INSERT INTO {HEAD_TABLE} ({HEAD_TABLE}, rowid, {_HEAD}) "
     "SELECT 'delete', s.id, old.title, old.description, s.headings "
     "FROM search_docs AS s WHERE s.name = old.name; "
     "DELETE FROM search_docs WHERE name = old.name;"
 )
+# The text changed: its hash did, or (a write that bypassed the store and left the hash, or
+# the same text packed differently by another zlib build) the stored values differ and so do
+# the texts they hold. SQLite stops at the first true term: a re-put of unchanged pages
+# (equal hashes, equal bytes) decompresses nothing.
+TEXT_CHANGED = (
+    "old.content_sha256 IS NOT new.content_sha256 OR (old.content IS NOT new.content "
+    "AND dk_inflate(old.content) IS NOT dk_inflate(new.content))"
+)
 CREATE_TRIGGERS = (
     f"CREATE TRIGGER doc_fts_forget BEFORE DELETE ON documents BEGIN {_FORGET} END",
     "CREATE TRIGGER doc_fts_change BEFORE UPDATE OF title, description, content ON documents "
     "WHEN old.title IS NOT new.title OR old.description IS NOT new.description "
-    f"OR old.content IS NOT new.content BEGIN {_FORGET} END",
+    f"OR {TEXT_CHANGED} BEGIN {_FORGET} END",
 )
 SQLITE_OBJECTS = (CREATE_VIEW, CREATE_FTS, CREATE_HEAD, CREATE_VOCAB, *CREATE_TRIGGERS)
 

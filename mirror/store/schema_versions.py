@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Float, ForeignKey, Index, Integer, String, Table, Text
 
-from .schema import NAME, metadata
+from .schema import NAME, Markdown, metadata
 
 # Content of superseded versions, content-addressed: the same bytes are stored once, whichever
 # documents and versions share them.
@@ -18,7 +18,7 @@ version_contents = Table(
     "version_contents",
     metadata,
     Column("sha256", String(64), primary_key=True),
-    Column("content", Text, nullable=False),
+    Column("content", Markdown, nullable=False),
 )
 
 # One row per version of a document, numbered 1, 2, ... per name. A new row is written only
