@@ -6,8 +6,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,24 +75,30 @@ def test_a_bad_line_after_several_batches_leaves_the_store_as_it_was(
     assert "import-prepare" not in _threads()
 
 
+def _failing(real: Callable[..., Any], call: int, thread: str | None = None) -> Callable[..., Any]:
+    """`real`, but its `call`-th call raises RuntimeError; every call must come from `thread`."""
+    calls: list[None] = []
+
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        if thread is not None and threading.current_thread().name != thread:
+            raise AssertionError(f"{real.__name__} ran outside the {thread} thread")
+        calls.append(None)
+        if len(calls) == call:
+            raise RuntimeError(f"{real.__name__} failed")
+        return real(*args, **kw)
+
+    return wrapper
+
+
 def test_a_failure_in_the_preparing_thread_leaves_the_store_as_it_was(
     filled: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db, path = filled
     before = _dump(db)
     real = index.entries_ahead
-    calls: list[str] = []
-
-    def fails_on_the_third_batch(*args: object) -> object:
-        if threading.current_thread().name != "import-prepare":
-            raise AssertionError("index entries are prepared ahead, not by the writer")
-        calls.append("")
-        if len(calls) == 3:  # two batches are written (or being written) by now
-            raise RuntimeError("prepare failed")
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(index, "entries_ahead", fails_on_the_third_batch)
-    with pytest.raises(RuntimeError, match="prepare failed"):
+    # By the third batch the writer has written one and is writing (or has written) another.
+    monkeypatch.setattr(index, "entries_ahead", _failing(real, 3, "import-prepare"))
+    with pytest.raises(RuntimeError, match="entries_ahead failed"):
         _import(db, path)
     assert _dump(db) == before
     assert "import-prepare" not in _threads()
@@ -105,17 +112,8 @@ def test_a_failure_in_the_writer_stops_the_preparing_thread(
 ) -> None:
     db, path = filled
     before = _dump(db)
-    real = index.reindex
-    calls: list[str] = []
-
-    def fails_on_the_second_batch(*args: object, **kw: object) -> int:
-        calls.append("")
-        if len(calls) == 2:
-            raise RuntimeError("write failed")
-        return real(*args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(index, "reindex", fails_on_the_second_batch)
-    with pytest.raises(RuntimeError, match="write failed"):
+    monkeypatch.setattr(index, "reindex", _failing(index.reindex, 2))
+    with pytest.raises(RuntimeError, match="reindex failed"):
         _import(db, path)
     assert _dump(db) == before
     assert "import-prepare" not in _threads()
