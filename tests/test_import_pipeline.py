@@ -148,3 +148,23 @@ def test_ahead_raises_the_producers_exception_in_the_reader() -> None:
         for item in items:
             got.append(item)
     assert got == [1]
+
+
+def test_an_in_memory_store_streams_in_the_writers_thread() -> None:
+    # Each thread would see its own empty in-memory database: nothing may run in another.
+    from mirror.models import Document
+    from mirror.store.store import Store
+
+    store = Store.open("sqlite://")
+    try:
+        docs = (
+            Document(
+                name=f"documents/a.example/p{i}", title=f"Page {i}", content=f"getUserMedia {i}"
+            )
+            for i in range(2 * PUT_BATCH + 1)
+        )
+        report = store.put_stream(docs, fetched_at=1.0, upstream="test")
+        assert report.documents == 2 * PUT_BATCH + 1
+        assert len(store.search_local("user media", limit=3)) == 3
+    finally:
+        store.close()

@@ -5,7 +5,9 @@ the writer waits on SQLite, which releases the GIL while it indexes: run in two 
 overlap, on two cores. The queue holds at most `depth` items, so memory stays bounded whatever
 the input's size. An exception in the producing thread is raised in the reading thread at the
 point where its item would have come (the writer's transaction then rolls back); leaving the
-`with` block early, normally or by an exception, stops the producer and waits for it.
+`with` block early, normally or by an exception, stops the producer and waits for it. With
+`depth` 0 there is no thread: the reader produces each item as it iterates (for a source that
+must stay in one thread, such as one reading an in-memory SQLite database).
 """
 
 from __future__ import annotations
@@ -27,15 +29,18 @@ class Ahead(Generic[T]):
     """`with Ahead(source, depth) as items: for item in items: ...`"""
 
     def __init__(self, source: Iterable[T], depth: int, *, name: str = "ahead") -> None:
-        if depth < 1:
-            raise ValueError("depth must be at least 1")
+        if depth < 0:
+            raise ValueError("depth must be 0 (no thread) or more")
         self._source = source
         self._queue: queue.Queue[tuple[int, object]] = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread: threading.Thread | None = None
+        if depth:
+            self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def __enter__(self) -> Ahead[T]:
-        self._thread.start()
+        if self._thread is not None:
+            self._thread.start()
         return self
 
     def __exit__(
@@ -44,6 +49,9 @@ class Ahead(Generic[T]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._thread is None:
+            _close(self._source)
+            return
         self._stop.set()
         # Free a producer blocked on a full queue now rather than at its next poll.
         while True:
@@ -54,6 +62,9 @@ class Ahead(Generic[T]):
         self._thread.join()
 
     def __iter__(self) -> Iterator[T]:
+        if self._thread is None:
+            yield from self._source
+            return
         while True:
             kind, value = self._queue.get()
             if kind == _DONE:
@@ -73,10 +84,7 @@ class Ahead(Generic[T]):
             self._put(_ERROR, exc)
             return
         finally:
-            # A generator source (an open file) is closed by the thread that ran it.
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
+            _close(items)  # by the thread that ran it
         self._put(_DONE, None)
 
     def _put(self, kind: int, value: object) -> bool:
@@ -88,3 +96,10 @@ class Ahead(Generic[T]):
             except queue.Full:
                 continue
         return False
+
+
+def _close(items: object) -> None:
+    # A generator source (an open file, a pooled connection) is closed when left early.
+    close = getattr(items, "close", None)
+    if close is not None:
+        close()

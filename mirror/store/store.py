@@ -125,6 +125,12 @@ class Store:
         # on the held DBAPI connection: SQLAlchemy's per-execution bookkeeping otherwise costs
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
         self._fast_sql = engine.dialect.name == "sqlite"
+        # An in-memory SQLite database is one per thread (SQLAlchemy's SingletonThreadPool):
+        # put_stream then reads and prepares in the writer's thread.
+        database = engine.url.database or ""
+        self._one_thread = self._fast_sql and (
+            database in ("", ":memory:") or "mode=memory" in database
+        )
         self.readonly = False  # set by open(): a resized engine must open the same way
         # The semantic index's vectors in memory, reloaded when their generation changes.
         self._vectors: Matrix | None = None
@@ -327,7 +333,9 @@ class Store:
             self._writer() as conn,
             engines.bulk_write(conn),
             conn.begin(),
-            Ahead(batches, PREPARED_AHEAD, name="import-prepare") as ready,
+            Ahead(
+                batches, 0 if self._one_thread else PREPARED_AHEAD, name="import-prepare"
+            ) as ready,
         ):
             for batch in ready:
                 changed.add(self._write_prepared(conn, batch))
@@ -341,7 +349,7 @@ class Store:
     ) -> Iterator[Prepared]:
         """Batches of `docs`, prepared; run by put_stream's reading thread, which reads the
         store on a connection of its own to derive only the index entries likely needed."""
-        pooled = self.engine.raw_connection() if self._fast_sql else None
+        pooled = self.engine.raw_connection() if self._fast_sql and not self._one_thread else None
         try:
             raw = pooled.driver_connection if pooled is not None else None
             for batch in _batches(docs, PUT_BATCH, PUT_BATCH_CHARS):
