@@ -50,7 +50,7 @@ class Ahead(Generic[T]):
         tb: TracebackType | None,
     ) -> None:
         if self._thread is None:
-            _close(self._source)
+            close_source(self._source)
             return
         self._stop.set()
         # Free a producer blocked on a full queue now rather than at its next poll.
@@ -84,7 +84,7 @@ class Ahead(Generic[T]):
             self._put(_ERROR, exc)
             return
         finally:
-            _close(items)  # by the thread that ran it
+            close_source(items)  # by the thread that ran it
         self._put(_DONE, None)
 
     def _put(self, kind: int, value: object) -> bool:
@@ -98,8 +98,9 @@ class Ahead(Generic[T]):
         return False
 
 
-def _close(items: object) -> None:
-    # A generator source (an open file, a pooled connection) is closed when left early.
+def close_source(items: object) -> None:
+    """Close a generator (an open file, a pooled connection) left before its end, now rather
+    than whenever the garbage collector gets to it."""
     close = getattr(items, "close", None)
     if close is not None:
         close()

@@ -9,6 +9,7 @@ rebuilds, and `where` filters built as Core SQL.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,15 +61,32 @@ _DROP = "DELETE FROM search_docs WHERE name IN ({marks})"
 _INSERT_DOC = "INSERT INTO search_docs (name, headings, side) VALUES (?, ?, ?)"
 # New entries get their ids here, so the FTS rows are written straight from the values in
 # hand: reading them back through the view (a join, and every page's text again) cost more.
-_INSERT_DOC_AT = "INSERT INTO search_docs (id, name, headings, side) VALUES (?, ?, ?, ?)"
+_INSERT_DOC_AT = "INSERT INTO search_docs (id, name, headings, side) VALUES "
 # AUTOINCREMENT never reuses an id: the next is past both the largest id ever handed out
 # (sqlite_sequence) and the largest present. The writer holds the write lock (BEGIN IMMEDIATE).
 _NEXT_ID = (
     "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'search_docs'), 0), "
     "coalesce((SELECT max(id) FROM search_docs), 0)) + 1"
 )
-_INSERT_FTS = f"INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
-_INSERT_HEAD = f"INSERT INTO {HEAD_TABLE} (rowid, {_HEAD}) VALUES (?, ?, ?, ?)"
+_INSERT_FTS = f"INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) VALUES "
+_INSERT_HEAD = f"INSERT INTO {HEAD_TABLE} (rowid, {_HEAD}) VALUES "
+# Rows per INSERT statement: one statement runs in one call that releases the GIL throughout,
+# where executemany takes the GIL back after every row (and waits for it while the preparing
+# thread runs). 100 rows of 6 values stay under any SQLite's limit of 999 variables.
+_ROWS_PER_INSERT = 100
+
+
+@functools.lru_cache(maxsize=64)
+def _values(width: int, rows: int) -> str:
+    one = "(" + ", ".join("?" * width) + ")"
+    return ", ".join([one] * rows)
+
+
+def _insert_rows(cursor: Any, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """INSERT `rows` (tuples of one width) with as few statements as the variable limit lets."""
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        part = rows[start : start + _ROWS_PER_INSERT]
+        cursor.execute(insert + _values(len(part[0]), len(part)), [v for row in part for v in row])
 
 
 class Entry(NamedTuple):
@@ -198,11 +216,15 @@ def _write(raw: Any, rows: Sequence[Entry]) -> None:
             cursor.execute(_DROP.format(marks=marks), batch)
         first = cursor.execute(_NEXT_ID).fetchone()[0]
         ids = [(first + i, row) for i, row in enumerate(rows)]
-        cursor.executemany(_INSERT_DOC_AT, [(i, r.name, r.headings, r.side) for i, r in ids])
-        cursor.executemany(
-            _INSERT_FTS, [(i, r.title, r.description, r.headings, r.body, r.side) for i, r in ids]
+        _insert_rows(cursor, _INSERT_DOC_AT, [(i, r.name, r.headings, r.side) for i, r in ids])
+        _insert_rows(
+            cursor,
+            _INSERT_FTS,
+            [(i, r.title, r.description, r.headings, r.body, r.side) for i, r in ids],
         )
-        cursor.executemany(_INSERT_HEAD, [(i, r.title, r.description, r.headings) for i, r in ids])
+        _insert_rows(
+            cursor, _INSERT_HEAD, [(i, r.title, r.description, r.headings) for i, r in ids]
+        )
     finally:
         cursor.close()
 

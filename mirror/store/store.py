@@ -349,12 +349,18 @@ class Store:
     ) -> Iterator[Prepared]:
         """Batches of `docs`, prepared; run by put_stream's reading thread, which reads the
         store on a connection of its own to derive only the index entries likely needed."""
+        from .ahead import close_source
+
         pooled = self.engine.raw_connection() if self._fast_sql and not self._one_thread else None
+        batches = _batches(docs, PUT_BATCH, PUT_BATCH_CHARS)
         try:
             raw = pooled.driver_connection if pooled is not None else None
-            for batch in _batches(docs, PUT_BATCH, PUT_BATCH_CHARS):
+            for batch in batches:
                 yield prepare(batch, fetched_at, upstream, raw)
         finally:
+            # On a failure the traceback holds these frames: close the input file now.
+            close_source(batches)
+            close_source(docs)
             if pooled is not None:
                 pooled.close()
 
