@@ -19,6 +19,7 @@ text is ever FTS5 syntax.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -62,33 +63,42 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 # An identifier with a capital inside it: getUserMedia, onMessage, XMLHttpRequest (tf.Tensor
 # is not: no lower-case letter before the capital inside one word).
 _CAMEL = re.compile(r"[A-Za-z][a-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*")
-# Where a capital follows a small letter or digit inside a word; the identifier is the run of
-# letters and digits around it. (One regex for the whole identifier backtracks at every
-# letter of every word: it cost more than the rest of an import together.)
-_TRANSITION = re.compile(r"[a-z0-9][A-Z]")
-_WORD_END = re.compile(r"[A-Za-z0-9]*")
+# Each ASCII character's class for camel_words: "a" a small letter or digit, "A" a capital,
+# " " anything else (every other character, non-ASCII ones too, ends an identifier). The scan
+# then runs on bytes with find/rfind in C: a regex or a Python step per character cost more
+# than the rest of an import's text preparation together.
+_CLASSES = bytes(
+    ord("a") if chr(c).isascii() and (chr(c).islower() or chr(c).isdigit())
+    else ord("A") if chr(c).isascii() and chr(c).isupper()
+    else ord(" ")
+    for c in range(256)
+)  # fmt: skip
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
 def camel_words(text: str) -> list[str]:
-    """The camelCase identifiers in `text`, each once, in order."""
+    """The camelCase identifiers in `text`, each once, in order: the runs of ASCII letters and
+    digits that start with a letter and have a capital right after a small letter or digit."""
+    # One byte per character ("?" for a non-ASCII one), so indexes match `text`'s.
+    classes = text.encode("ascii", "replace").translate(_CLASSES)
     found: dict[str, None] = {}
-    end = 0
-    for match in _TRANSITION.finditer(text):
-        if match.start() < end:
-            continue  # a second capital of the identifier just found
-        start = match.start()
-        while start and text[start - 1].isascii() and text[start - 1].isalnum():
-            start -= 1
-        stop = _WORD_END.match(text, match.end())
-        end = stop.end() if stop else match.end()
-        word = text[start:end]
-        if word[0].isalpha():
-            found[word] = None
+    at = classes.find(b"aA")
+    while at >= 0:
+        start = classes.rfind(b" ", 0, at) + 1
+        end = classes.find(b" ", at)
+        if end < 0:
+            end = len(classes)
+        if text[start].isalpha():
+            found[text[start:end]] = None
+        at = classes.find(b"aA", end)
     return list(found)
 
 
-_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
+@functools.lru_cache(maxsize=1 << 16)
+def _joined_parts(word: str) -> str:
+    # Identifiers repeat across pages (an API's names): each is split once per process.
+    return " ".join(camel_parts(word))
 
 
 def camel_parts(word: str) -> list[str]:
@@ -118,7 +128,7 @@ def side_text(*texts: str | None) -> str:
         for word in camel_words(code):
             if word not in seen:
                 seen.add(word)
-                parts.append(" ".join(camel_parts(word)))
+                parts.append(_joined_parts(word))
         if not text.isascii():
             for run in _CJK_RUN.findall(text):
                 parts.append(" ".join(cjk_bigrams(run)))

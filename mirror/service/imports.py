@@ -6,14 +6,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import Document
 from ..policy import keeps_stored
+from ..store.reader import Reader
 from .context import Context
 
+if TYPE_CHECKING:
+    from ..store.store import Store
+
 # Names looked up per query when an import compares with the store (SQLite caps parameters).
-IMPORT_LOOKUP = 500
+IMPORT_LOOKUP = 200
+# ... or fewer when their pages are big: the batch waiting for its lookup is held in memory.
+LOOKUP_CHARS = 2 << 20
 
 
 @dataclass(slots=True)
@@ -56,29 +62,35 @@ def _import(
     ctx: Context, docs: Iterable[Document], upstream: str, overwrite: bool
 ) -> ImportFileReport:
     skipped: list[str] = []
+    # The full Store, whose pooled connections any thread may use: put_stream reads `docs`
+    # (and so the lookups of _keeping_newer) in a thread of its own, which the cold-start
+    # Reader's single connection does not allow.
+    store = ctx.store.full() if isinstance(ctx.store, Reader) else ctx.store
     if not overwrite:
-        docs = _keeping_newer(ctx, docs, skipped)
-    written = ctx.store.put_stream(docs, fetched_at=ctx.clock(), upstream=upstream)
+        docs = _keeping_newer(store, docs, skipped)
+    written = store.put_stream(docs, fetched_at=ctx.clock(), upstream=upstream)
     return ImportFileReport(written.documents, skipped, written.duplicates, ctx.store.url)
 
 
 def _keeping_newer(
-    ctx: Context, docs: Iterable[Document], skipped: list[str]
+    store: Store, docs: Iterable[Document], skipped: list[str]
 ) -> Iterator[Document]:
     """`docs` without those whose stored copy is newer (their names go to `skipped`), looked
     up a batch at a time so the stream stays bounded."""
     batch: list[Document] = []
+    held = 0
     for doc in docs:
         batch.append(doc)
-        if len(batch) >= IMPORT_LOOKUP:
-            yield from _newer_dropped(ctx, batch, skipped)
-            batch = []
-    yield from _newer_dropped(ctx, batch, skipped)
+        held += len(doc.content or "")
+        if len(batch) >= IMPORT_LOOKUP or held >= LOOKUP_CHARS:
+            yield from _newer_dropped(store, batch, skipped)
+            batch, held = [], 0
+    yield from _newer_dropped(store, batch, skipped)
 
 
-def _newer_dropped(ctx: Context, batch: list[Document], skipped: list[str]) -> Iterator[Document]:
+def _newer_dropped(store: Store, batch: list[Document], skipped: list[str]) -> Iterator[Document]:
     # A fetched copy may be newer than the file (the shipped sample ages): keep it.
-    cached = ctx.store.get_many(list(dict.fromkeys(d.name for d in batch))) if batch else {}
+    cached = store.get_many(list(dict.fromkeys(d.name for d in batch))) if batch else {}
     for doc in batch:
         if keeps_stored(cached.get(doc.name), doc.update_time):
             skipped.append(doc.name)

@@ -9,10 +9,11 @@ rebuilds, and `where` filters built as Core SQL.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, Float, Integer, column, select, text
 
@@ -59,13 +60,46 @@ _FORGET_HEAD = (
 )
 _DROP = "DELETE FROM search_docs WHERE name IN ({marks})"
 _INSERT_DOC = "INSERT INTO search_docs (name, headings, side) VALUES (?, ?, ?)"
-_INSERT_FTS = (
-    f"INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) "
-    f"SELECT id, {_COLUMNS} FROM search_content WHERE id > ?"
+# New entries get their ids here, so the FTS rows are written straight from the values in
+# hand: reading them back through the view (a join, and every page's text again) cost more.
+_INSERT_DOC_AT = "INSERT INTO search_docs (id, name, headings, side) VALUES "
+# AUTOINCREMENT never reuses an id: the next is past both the largest id ever handed out
+# (sqlite_sequence) and the largest present. The writer holds the write lock (BEGIN IMMEDIATE).
+_NEXT_ID = (
+    "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'search_docs'), 0), "
+    "coalesce((SELECT max(id) FROM search_docs), 0)) + 1"
 )
-_INSERT_HEAD = (
-    f"INSERT INTO {HEAD_TABLE} (rowid, {_HEAD}) SELECT id, {_HEAD} FROM search_content WHERE id > ?"
-)
+_INSERT_FTS = f"INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) VALUES "
+_INSERT_HEAD = f"INSERT INTO {HEAD_TABLE} (rowid, {_HEAD}) VALUES "
+# Rows per INSERT statement: one statement runs in one call that releases the GIL throughout,
+# where executemany takes the GIL back after every row (and waits for it while the preparing
+# thread runs). 100 rows of 6 values stay under any SQLite's limit of 999 variables.
+_ROWS_PER_INSERT = 100
+
+
+@functools.lru_cache(maxsize=64)
+def _values(width: int, rows: int) -> str:
+    one = "(" + ", ".join("?" * width) + ")"
+    return ", ".join([one] * rows)
+
+
+def _insert_rows(cursor: Any, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """INSERT `rows` (tuples of one width) with as few statements as the variable limit lets."""
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        part = rows[start : start + _ROWS_PER_INSERT]
+        cursor.execute(insert + _values(len(part[0]), len(part)), [v for row in part for v in row])
+
+
+class Entry(NamedTuple):
+    """What the index holds for one document: exactly the values the view `search_content`
+    reads back for it (FTS5 removes an entry only when given the values it indexed)."""
+
+    name: str
+    title: str | None
+    description: str | None
+    headings: str
+    body: str
+    side: str
 
 
 def _postgresql(conn: Connection) -> bool:
@@ -93,9 +127,12 @@ def _raw(conn: Connection) -> Any:
     return conn.connection.driver_connection
 
 
-def changed(conn: Connection, docs: Iterable[Document]) -> list[Document]:
+def changed(
+    conn: Connection, docs: Iterable[Document], hashes: Mapping[str, str | None] | None = None
+) -> list[Document]:
     """The `docs` whose stored copy differs in what the index holds (title, description,
-    content) or is missing: call before writing them, then reindex only these."""
+    content) or is missing: call before writing them, then reindex only these. `hashes`: the
+    content hashes of (the last copies of) `docs` by name, if already computed."""
     docs = list({doc.name: doc for doc in docs}.values())
     stored: dict[str, tuple[Any, ...]] = {}
     if _postgresql(conn) and docs:
@@ -105,22 +142,46 @@ def changed(conn: Connection, docs: Iterable[Document]) -> list[Document]:
     elif conn.dialect.name != "sqlite" or not docs:
         return docs
     else:
-        raw = _raw(conn)
-        for start in range(0, len(docs), _BATCH):
-            names = [doc.name for doc in docs[start : start + _BATCH]]
-            rows = raw.execute(_STORED.format(marks=", ".join("?" * len(names))), names)
-            stored.update((name, tuple(rest)) for name, *rest in rows)
+        stored = _stored_fields(_raw(conn), [doc.name for doc in docs])
+    return _differing(docs, stored, hashes or {})
+
+
+def _stored_fields(raw: Any, names: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    stored: dict[str, tuple[Any, ...]] = {}
+    for start in range(0, len(names), _BATCH):
+        batch = names[start : start + _BATCH]
+        rows = raw.execute(_STORED.format(marks=", ".join("?" * len(batch))), batch)
+        stored.update((name, tuple(rest)) for name, *rest in rows)
+    return stored
+
+
+def _differing(
+    docs: list[Document], stored: Mapping[str, tuple[Any, ...]], hashes: Mapping[str, str | None]
+) -> list[Document]:
+    def sha(doc: Document) -> str | None:
+        if doc.name in hashes:
+            return hashes[doc.name]
+        return content_sha256(doc.content) if doc.content is not None else None
+
     # Re-putting unchanged pages (refresh, re-import) then skips the index writes.
     return [
         doc
         for doc in docs
-        if stored.get(doc.name)
-        != (
-            doc.title,
-            doc.description,
-            content_sha256(doc.content) if doc.content is not None else None,
-        )
+        if (found := stored.get(doc.name)) is None
+        or found != (doc.title, doc.description, sha(doc))
     ]
+
+
+def entries_ahead(
+    raw: Any, docs: Iterable[Document], hashes: Mapping[str, str | None]
+) -> dict[str, Entry]:
+    """The entries of those `docs` that differ from the copies committed in the store, as
+    `raw` (an SQLite connection of another thread than the writer's) sees it: derived ahead
+    of the writer, which computes any other it needs (`reindex`). A re-import of unchanged
+    pages derives nothing."""
+    docs = list({doc.name: doc for doc in docs if doc.content}.values())
+    stored = _stored_fields(raw, [doc.name for doc in docs])
+    return entries(_differing(docs, stored, hashes))
 
 
 def index_row(doc: Document) -> tuple[str, str, str]:
@@ -130,11 +191,22 @@ def index_row(doc: Document) -> tuple[str, str, str]:
     return doc.name, lines, lexical.side_text(doc.title, content)
 
 
-def _write(raw: Any, rows: Sequence[tuple[str, str, str]]) -> None:
-    """Index these search_docs rows (their documents are already written)."""
+def entry(doc: Document) -> Entry:
+    """The index entry of a document with content (pure: may run ahead, in another thread)."""
+    name, lines, side = index_row(doc)
+    return Entry(name, doc.title, doc.description, lines, doc.content or "", side)
+
+
+def entries(docs: Iterable[Document]) -> dict[str, Entry]:
+    """The index entries of those `docs` that have content, by name (the last copy wins)."""
+    return {doc.name: entry(doc) for doc in docs if doc.content}
+
+
+def _write(raw: Any, rows: Sequence[Entry]) -> None:
+    """Index these entries (their documents are already written)."""
     cursor = raw.cursor()
     try:
-        names = [row[0] for row in rows]
+        names = [row.name for row in rows]
         for start in range(0, len(names), _BATCH):
             batch = names[start : start + _BATCH]
             marks = ", ".join("?" * len(batch))
@@ -143,18 +215,26 @@ def _write(raw: Any, rows: Sequence[tuple[str, str, str]]) -> None:
             cursor.execute(_FORGET.format(marks=marks), batch)
             cursor.execute(_FORGET_HEAD.format(marks=marks), batch)
             cursor.execute(_DROP.format(marks=marks), batch)
-        # The writer holds the write lock (BEGIN IMMEDIATE), and ids only grow (AUTOINCREMENT).
-        before = cursor.execute("SELECT coalesce(max(id), 0) FROM search_docs").fetchone()[0]
-        cursor.executemany(_INSERT_DOC, rows)
-        cursor.execute(_INSERT_FTS, (before,))
-        cursor.execute(_INSERT_HEAD, (before,))
+        first = cursor.execute(_NEXT_ID).fetchone()[0]
+        ids = [(first + i, row) for i, row in enumerate(rows)]
+        _insert_rows(cursor, _INSERT_DOC_AT, [(i, r.name, r.headings, r.side) for i, r in ids])
+        _insert_rows(
+            cursor,
+            _INSERT_FTS,
+            [(i, r.title, r.description, r.headings, r.body, r.side) for i, r in ids],
+        )
+        _insert_rows(
+            cursor, _INSERT_HEAD, [(i, r.title, r.description, r.headings) for i, r in ids]
+        )
     finally:
         cursor.close()
 
 
-def reindex(conn: Connection, docs: Iterable[Document]) -> int:
+def reindex(
+    conn: Connection, docs: Iterable[Document], prepared: Mapping[str, Entry] | None = None
+) -> int:
     """Index `docs` that have content (inside the caller's transaction, after their rows are
-    written); returns how many."""
+    written); returns how many. `prepared`: entries already derived (`entries`), by name."""
     docs = list({doc.name: doc for doc in docs}.values())  # the last copy of a name wins
     if _postgresql(conn):
         from . import pg_index
@@ -162,10 +242,26 @@ def reindex(conn: Connection, docs: Iterable[Document]) -> int:
         return pg_index.reindex(conn, docs)
     if conn.dialect.name != "sqlite":
         return 0  # no search index on this database
-    rows = [index_row(doc) for doc in docs if doc.content]  # metadata only: nothing to search
+    ready = prepared or {}
+    # Metadata only: nothing to search. A prepared entry is used only if it is of this very
+    # copy (a name may come twice in a stream).
+    rows = [
+        ready[doc.name] if _same(ready.get(doc.name), doc) else entry(doc)
+        for doc in docs
+        if doc.content
+    ]
     if rows:
         _write(_raw(conn), rows)
     return len(rows)
+
+
+def _same(prepared: Entry | None, doc: Document) -> bool:
+    return (
+        prepared is not None
+        and prepared.body is doc.content
+        and prepared.title == doc.title
+        and prepared.description == doc.description
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from .buckets import Buckets
     from .crawls import Crawls
     from .fts import DocumentHit, LocalHit
-    from .index import IndexState
+    from .index import Entry, IndexState
     from .recordings import Recordings
     from .vectors import Progress, SemanticFacts
 from .schema import SCHEMA_REVISION, documents
@@ -52,11 +53,55 @@ from . import schema_index, schema_recordings, schema_versions  # noqa: F401  is
 
 # Documents written per statement by put_stream: bounds memory (a few hundred pages) while
 # keeping executemany batches large enough to cost little per row.
-PUT_BATCH = 300
+PUT_BATCH = 200
+# ... and of at most about this much Markdown: several batches are in memory at once (one
+# being read, PREPARED_AHEAD waiting, one being written), so big pages make smaller batches.
+PUT_BATCH_CHARS = 2 << 20
+# Batches put_stream's reading thread may have prepared before the writer takes them: enough
+# to keep both threads busy, few enough to bound memory (a batch is a few MB).
+PREPARED_AHEAD = 1
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
 # Pooled connections beyond a server's worker threads: a writer's, and the event loop's.
 POOL_RESERVE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A batch of documents with what writing them needs that the database does not: their
+    rows, content hashes and search index entries (pure work, done ahead in put_stream)."""
+
+    docs: list[Document]
+    rows: list[dict[str, Any]]
+    hashes: dict[str, str | None]
+    entries: Mapping[str, Entry]
+    fetched_at: float
+    upstream: str
+
+
+def prepare(docs: list[Document], fetched_at: float, upstream: str, raw: Any = None) -> Prepared:
+    """Derive a batch's rows and hashes, and with `raw` (an SQLite connection to read the
+    store with) the index entries of the documents it does not hold as they are."""
+    from .index import entries_ahead
+
+    rows = [document_row(doc, fetched_at, upstream) for doc in docs]
+    hashes = {row["name"]: row["content_sha256"] for row in rows}
+    ready = entries_ahead(raw, docs, hashes) if raw is not None else {}
+    return Prepared(docs, rows, hashes, ready, fetched_at, upstream)
+
+
+def _batches(docs: Iterable[Document], size: int, chars: int) -> Iterator[list[Document]]:
+    # At most `size` documents, and a batch of big pages ends at about `chars` of content.
+    batch: list[Document] = []
+    held = 0
+    for doc in docs:
+        batch.append(doc)
+        held += len(doc.content or "")
+        if len(batch) == size or held >= chars:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
 
 
 class Store:
@@ -80,6 +125,12 @@ class Store:
         # on the held DBAPI connection: SQLAlchemy's per-execution bookkeeping otherwise costs
         # 40% of a 20-document lookup (bench/bench_get.py). Other databases use Core as usual.
         self._fast_sql = engine.dialect.name == "sqlite"
+        # An in-memory SQLite database is one per thread (SQLAlchemy's SingletonThreadPool):
+        # put_stream then reads and prepares in the writer's thread.
+        database = engine.url.database or ""
+        self._one_thread = self._fast_sql and (
+            database in ("", ":memory:") or "mode=memory" in database
+        )
         self.readonly = False  # set by open(): a resized engine must open the same way
         # The semantic index's vectors in memory, reloaded when their generation changes.
         self._vectors: Matrix | None = None
@@ -266,44 +317,71 @@ class Store:
     ) -> PutReport:
         """Write a stream of documents in ONE transaction, PUT_BATCH at a time; all or nothing.
 
-        Memory holds one batch, not the stream. An exception from `docs` (a bad line in an
-        import file) rolls back everything already written. A name seen again replaces its
-        earlier copy and is counted once.
+        Memory holds a few batches, not the stream: a thread of its own reads `docs` and
+        prepares each batch's rows while this one writes the previous batch. An exception from
+        `docs` (a bad line in an import file) rolls back everything already written. A name
+        seen again replaces its earlier copy and is counted once.
         """
+        from .ahead import Ahead
         from .bulk import Changed
 
         seen: set[str] = set()
         changed = Changed()
         total = 0
-        with self._writer() as conn, engines.bulk_write(conn), conn.begin():
-            batch: list[Document] = []
-            for doc in docs:
-                batch.append(doc)
-                if len(batch) == PUT_BATCH:
-                    changed.add(self._write_batch(conn, batch, fetched_at, upstream))
-                    seen.update(d.name for d in batch)
-                    total, batch = total + len(batch), []
-            if batch:
-                changed.add(self._write_batch(conn, batch, fetched_at, upstream))
-                seen.update(d.name for d in batch)
-                total += len(batch)
+        batches = self._prepared(docs, fetched_at, upstream)
+        with (
+            self._writer() as conn,
+            engines.bulk_write(conn),
+            conn.begin(),
+            Ahead(
+                batches, 0 if self._one_thread else PREPARED_AHEAD, name="import-prepare"
+            ) as ready,
+        ):
+            for batch in ready:
+                changed.add(self._write_prepared(conn, batch))
+                seen.update(d.name for d in batch.docs)
+                total += len(batch.docs)
         self._refresh_vectors(changed.names)
         return PutReport(documents=len(seen), duplicates=total - len(seen))
+
+    def _prepared(
+        self, docs: Iterable[Document], fetched_at: float, upstream: str
+    ) -> Iterator[Prepared]:
+        """Batches of `docs`, prepared; run by put_stream's reading thread, which reads the
+        store on a connection of its own to derive only the index entries likely needed."""
+        from .ahead import close_source
+
+        pooled = self.engine.raw_connection() if self._fast_sql and not self._one_thread else None
+        batches = _batches(docs, PUT_BATCH, PUT_BATCH_CHARS)
+        try:
+            raw = pooled.driver_connection if pooled is not None else None
+            for batch in batches:
+                yield prepare(batch, fetched_at, upstream, raw)
+        finally:
+            # On a failure the traceback holds these frames: close the input file now.
+            close_source(batches)
+            close_source(docs)
+            if pooled is not None:
+                pooled.close()
 
     def _write_batch(
         self, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
     ) -> list[str]:
         """Upsert `docs` and reindex those that changed; returns the changed names."""
+        return self._write_prepared(conn, prepare(docs, fetched_at, upstream))
+
+    def _write_prepared(self, conn: Connection, batch: Prepared) -> list[str]:
         # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
         # and cold `dk-mirror get --offline` pays for every import.
         from . import index, vectors, versions
 
         # Same transaction: documents, their history and their search index commit or roll
         # back together. A copy without content is "changed" too: its old chunks must go.
-        changed = index.changed(conn, docs)
-        versions.record(conn, docs, fetched_at, upstream, self.keep_versions)
-        conn.execute(self._upsert, [document_row(doc, fetched_at, upstream) for doc in docs])
-        index.reindex(conn, changed)
+        docs = batch.docs
+        changed = index.changed(conn, docs, batch.hashes)
+        versions.record(conn, docs, batch.fetched_at, batch.upstream, self.keep_versions)
+        conn.execute(self._upsert, batch.rows)
+        index.reindex(conn, changed, batch.entries)
         names = [doc.name for doc in changed]
         vectors.forget(conn, names)
         return names
