@@ -84,7 +84,10 @@ def prepare(docs: list[Document], fetched_at: float, upstream: str, raw: Any = N
     store with) the index entries of the documents it does not hold as they are."""
     from .index import entries_ahead
 
-    rows = [document_row(doc, fetched_at, upstream) for doc in docs]
+    # With `raw` (SQLite, put_stream's reading thread) the content is compressed here too:
+    # zlib releases the GIL, so it runs beside the writer instead of at its bind time.
+    packed = raw is not None
+    rows = [document_row(doc, fetched_at, upstream, packed=packed) for doc in docs]
     hashes = {row["name"]: row["content_sha256"] for row in rows}
     ready = entries_ahead(raw, docs, hashes) if raw is not None else {}
     return Prepared(docs, rows, hashes, ready, fetched_at, upstream)
@@ -379,7 +382,9 @@ class Store:
         # back together. A copy without content is "changed" too: its old chunks must go.
         docs = batch.docs
         changed = index.changed(conn, docs, batch.hashes)
-        versions.record(conn, docs, batch.fetched_at, batch.upstream, self.keep_versions)
+        versions.record(
+            conn, docs, batch.fetched_at, batch.upstream, self.keep_versions, batch.hashes
+        )
         conn.execute(self._upsert, batch.rows)
         index.reindex(conn, changed, batch.entries)
         names = [doc.name for doc in changed]

@@ -10,7 +10,7 @@ written, dropping content no remaining version needs.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, case, delete, func, select, update
@@ -65,9 +65,15 @@ def _meta(doc: Document) -> dict[str, Any]:
 
 
 def record(
-    conn: Connection, docs: Sequence[Document], fetched_at: float, upstream: str, keep: int
+    conn: Connection,
+    docs: Sequence[Document],
+    fetched_at: float,
+    upstream: str,
+    keep: int,
+    known: Mapping[str, str | None] | None = None,
 ) -> int:
-    """Record the versions `docs` (about to be written) create; returns how many."""
+    """Record the versions `docs` (about to be written) create; returns how many. `known`:
+    their content hashes by name, when the caller has them already."""
     incoming = {doc.name: doc for doc in docs}  # the last copy of a name wins, as in the upsert
     names = list(incoming)
     stored: dict[str, str | None] = {}
@@ -75,7 +81,9 @@ def record(
         query = select(_D.name, _D.content_sha256).where(_D.name.in_(part))
         stored.update((name, sha) for name, sha in conn.execute(query))
     hashes = {
-        name: content_sha256(doc.content) if doc.content is not None else None
+        name: known[name]
+        if known is not None and name in known
+        else (content_sha256(doc.content) if doc.content is not None else None)
         for name, doc in incoming.items()
     }
     # Stored content about to be replaced (by other content, or by none): keep it.
