@@ -211,7 +211,7 @@ def resolve(base_uri: str, target: str) -> str | None:
 # Pages of one site link to the same pages over and over (navigation, see-also lists):
 # each host/path is turned into a name once, a miss (None) included. Bounded, so a long
 # crawl's memory stays flat.
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 12)
 def _name(host_and_path: str) -> str | None:
     try:
         return normalize(host_and_path)
