@@ -40,7 +40,7 @@ from ..policy import Action, Mode, plan
 from .context import Context
 
 if TYPE_CHECKING:
-    from ..store.crawls import BatchChanges
+    from ..store.crawls import BatchChanges, GroupWriter
     from ..store.store import Store
     from ..upstream import Upstream
     from .crawl import CrawlOptions, CrawlReport
@@ -122,6 +122,7 @@ class Walk:
         # Writer or PostgreSQL workers -> calling thread: committed batches.
         self._settled: queue.SimpleQueue[Settled] = queue.SimpleQueue()
         self._grouped = not self.crawls.claims_rows
+        self._written = False  # the writer has taken the end marker
         self._stats_start = upstream.stats
         self.counts = self.crawls.counts(crawl_id)
         self.error: UpstreamError | None = None
@@ -370,7 +371,14 @@ class Walk:
     def _write_loop(self) -> None:
         """Commit what the fetch workers hand over, every batch waiting at once in one
         transaction, until the end marker; after a failed commit, commit nothing more."""
-        crashed: BaseException | None = None
+        try:
+            with self.crawls.writer() as writer:
+                self._write_on(writer, None)
+        except BaseException as exc:  # no connection: every batch is reported, none written
+            if not self._written:
+                self._write_on(None, exc)
+
+    def _write_on(self, writer: GroupWriter | None, crashed: BaseException | None) -> None:
         ended = False
         while not ended:
             group = [self._fetched.get()]
@@ -382,24 +390,24 @@ class Walk:
                     break
                 group.append(item)
                 documents += _documents(item)
-            ended = None in group
+            ended = self._written = None in group
             batches = [item for item in group if item is not None]
             if not batches:
                 continue
             settled = Settled(batches=len(batches))
             try:
-                if crashed is None:
-                    self._commit(batches, settled)
+                if crashed is None and writer is not None:
+                    self._commit(writer, batches, settled)
             except BaseException as exc:
                 crashed = exc  # what was not committed stays queued for the next run
             settled.crashed = crashed
             self._settled.put(settled)
 
-    def _commit(self, batches: list[Fetched], settled: Settled) -> None:
+    def _commit(self, writer: GroupWriter, batches: list[Fetched], settled: Settled) -> None:
         """Commit the group's batches in one transaction; then raise what a worker met."""
         group = [item.changes for item in batches if item.changes is not None]
         if group:
-            settled.added = self.crawls.commit(
+            settled.added = writer.commit(
                 self.crawl_id,
                 group,
                 fetched_at=self.ctx.clock(),

@@ -290,6 +290,15 @@ class Crawls:
         with self._writer() as conn, conn.begin():
             return self._write_group(conn, crawl_id, group, fetched_at, max_docs, upstream)
 
+    @contextmanager
+    def writer(self) -> Iterator[GroupWriter]:
+        """A writer of groups on one connection (a crawl's writer thread), so that only it
+        keeps the statements of every group size a crawl writes: with a pooled connection
+        per group, every connection in the pool kept its own copies (a 50,000-page crawl's
+        peak RSS grew ~30 MB more than batch-by-batch commits)."""
+        with self._writer() as conn:
+            yield GroupWriter(self, conn)
+
     def _write_group(
         self,
         conn: Connection,
@@ -387,6 +396,29 @@ class Crawls:
             query = query.where(missing_documents.c.checked_at >= checked_since)
         with self.engine.connect() as conn:
             return {str(n) for n in conn.execute(query).scalars()}
+
+
+class GroupWriter:
+    """Commits groups of batches, each in one transaction, on one connection."""
+
+    def __init__(self, crawls: Crawls, conn: Connection) -> None:
+        self._crawls = crawls
+        self._conn = conn
+
+    def commit(
+        self,
+        crawl_id: int,
+        group: Sequence[BatchChanges],
+        *,
+        fetched_at: float,
+        upstream: str,
+        max_docs: int | None,
+    ) -> int:
+        """`Crawls.commit` on this writer's connection; how many names the frontier gained."""
+        with self._conn.begin():
+            return self._crawls._write_group(
+                self._conn, crawl_id, group, fetched_at, max_docs, upstream
+            )
 
 
 def _children_by_depth(group: Sequence[BatchChanges]) -> list[tuple[int, list[tuple[str, str]]]]:
