@@ -227,3 +227,62 @@ def test_crawl_inputs_are_checked_before_anything_runs(tmp_path: Path) -> None:
     )
     assert spec.seeds == (SEED,) and spec.prefixes == (CHROME + "docs/",)
     assert spec.key == make_spec([SEED], prefixes=[CHROME + "docs/"]).key
+
+
+def _batches() -> list[Any]:
+    """Three batches at depth 0 whose pages link to overlapping names (one missing page)."""
+    from mirror.models import Document
+    from mirror.store.crawls import BatchChanges
+
+    page = "documents/docs.example.dev/guide/"
+    out = []
+    for i, (links, missing) in enumerate(
+        ((["a", "b"], []), (["b", "c"], ["gone"]), (["a", "d"], []))
+    ):
+        doc = Document(name=f"{page}p{i}", content=f"# page {i}\n").with_derived_fields()
+        changes = BatchChanges(child_depth=1)
+        changes.documents.append(doc)
+        changes.found.append(doc.name)
+        changes.states[doc.name] = "fetched"
+        changes.children.extend((page + link, doc.name) for link in links)
+        for name in missing:
+            changes.states[page + name] = "missing"
+            changes.missing.append(page + name)
+        out.append(changes)
+    return out
+
+
+def test_a_group_commit_leaves_what_batch_by_batch_commits_leave(another_db_url: Any) -> None:
+    from mirror.store.store import Store
+
+    def frontier_after(groups: list[list[Any]]) -> tuple[list[Any], list[Any]]:
+        url = another_db_url()
+        store = Store.open(url)
+        try:
+            seeds = [f"documents/docs.example.dev/guide/p{i}" for i in range(3)]
+            seeds.append("documents/docs.example.dev/guide/gone")
+            crawl = store.crawls.begin("k", "{}", seeds, now=1.0, max_docs=7)
+            for group in groups:
+                store.crawls.commit(crawl.id, group, fetched_at=2.0, upstream="u", max_docs=7)
+        finally:
+            store.close()
+        rows = query_store(
+            url, "SELECT name, depth, seq, state, found_from FROM crawl_frontier ORDER BY seq"
+        )
+        other = query_store(
+            url,
+            "SELECT name FROM documents UNION ALL SELECT name FROM missing_documents ORDER BY 1",
+        )
+        return rows, other
+
+    one_by_one = frontier_after([[b] for b in _batches()])
+    grouped = frontier_after([_batches()])
+    assert grouped == one_by_one
+    rows = {
+        name.rsplit("/", 1)[1]: (state, found.rsplit("/", 1)[-1])
+        for name, _, _, state, found in grouped[0]
+    }
+    # First found from the first page linking to it; max_docs (7) leaves "d" out.
+    assert rows["a"] == ("queued", "p0") and rows["c"] == ("queued", "p1") and "d" not in rows
+    assert rows["p1"] == ("fetched", "seed") and rows["gone"] == ("missing", "seed")
+    assert [name for (name,) in grouped[1]].count("documents/docs.example.dev/guide/gone") == 1

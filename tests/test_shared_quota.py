@@ -179,6 +179,25 @@ def test_a_leased_slot_is_never_used_late_and_a_real_quota_leases_one(
     assert len(transactions) == 6  # one each
 
 
+def test_at_a_huge_rate_a_crawls_calls_50_ms_apart_share_one_lease(
+    two_stores: tuple[Store, Store],
+) -> None:
+    # A crawl at 50 ms latency calls once per worker every 50 ms: its lease must outlive that
+    # gap, or every call pays a bucket transaction queued behind the crawl's own commits.
+    rule = Rule.per_minute(10_000_000)
+    frozen = FakeTime(1000.0)
+    store = two_stores[0]
+    transactions = _counting_changes(store)
+    pacer = SharedPacer(
+        store, UP, "get", rule, clock=frozen.clock, sleep=frozen.sleep,
+        fallback=Pacer.for_rule(rule),
+    )  # fmt: skip
+    for _ in range(4):
+        pacer.acquire()
+        frozen.now += 0.05
+    assert len(transactions) == 1
+
+
 # -- read-only stores: this process only, said in a log line ----------------------------------
 
 

@@ -2,18 +2,31 @@
 
 Breadth-first and level by level: every queued name at one depth is settled before any
 deeper one is asked for, so a page is always reached at its smallest depth and `--depth`
-means exactly that. Worker threads fetch, read links and commit; the calling thread hands
-out batches and reports progress (so Ctrl-C, which Python delivers to it, stops cleanly).
+means exactly that.
+
+The calling thread hands out batches and reports progress (so Ctrl-C, which Python delivers
+to it, stops cleanly); fetch workers ask upstream and read links. How a batch commits depends
+on who may share the frontier:
+- SQLite (one process writes at a time): one writer thread commits what the workers hand it,
+  every batch that arrived while it was busy in one transaction (group commit: a commit's
+  fixed costs are paid once per group, and fetching never waits for the store).
+- PostgreSQL (several crawlers may share a frontier): each worker claims its batch's rows
+  (FOR UPDATE SKIP LOCKED) and commits the batch in that same transaction, so no other
+  crawler fetches them and a crawler that dies leaves them queued. PostgreSQL commits
+  concurrent transactions side by side, so the workers need no writer between them.
+Either way at most `concurrency` batches are handed out and not yet committed at any moment,
+so a kill loses at most one batch per worker.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import limits
@@ -27,7 +40,7 @@ from ..policy import Action, Mode, plan
 from .context import Context
 
 if TYPE_CHECKING:
-    from ..store.crawls import BatchChanges, Claim
+    from ..store.crawls import BatchChanges, GroupWriter
     from ..store.store import Store
     from ..upstream import Upstream
     from .crawl import CrawlOptions, CrawlReport
@@ -42,6 +55,9 @@ PREFETCH = 5
 # A pass over a level that settled nothing found every name claimed by another crawler on
 # the same frontier (PostgreSQL): wait this long (seconds) before looking again.
 CLAIMED_ELSEWHERE_WAIT = 0.2
+# Documents one group commit may hold: enough to pay a transaction's fixed costs once per
+# several batches, small enough that the write lock is never held for long.
+GROUP_DOCUMENTS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +73,24 @@ class CrawlProgress:
 
 
 @dataclass(frozen=True, slots=True)
-class Settled:
-    """One batch's result, for the counters: how many names in each state, new names known."""
+class Fetched:
+    """One batch as a fetch worker hands it to the writer."""
 
-    states: dict[str, str]
-    added: int
-    error: UpstreamError | None = None
+    changes: BatchChanges | None  # None: not started (the walk is stopping); stays queued
+    error: UpstreamError | None = None  # the batch failed upstream (its names: FAILED)
+    crashed: BaseException | None = None  # the worker itself failed: the walk stops
+
+
+@dataclass(slots=True)
+class Settled:
+    """Committed batches, for the counters: how many, each name's state, new names known,
+    and the upstream error each batch met (None: it did not fail), in order."""
+
+    batches: int = 0
+    states: dict[str, str] = field(default_factory=dict)
+    added: int = 0
+    errors: list[UpstreamError | None] = field(default_factory=list)
+    crashed: BaseException | None = None  # a worker or the writer failed: the walk stops
 
 
 class Walk:
@@ -88,9 +116,13 @@ class Walk:
         self.options = options
         self.label = upstream.label
         self._stop = threading.Event()
-        # One committing worker at a time: threads then queue in order on this lock rather
-        # than polling SQLite's busy handler, which can starve one past its timeout.
-        self._commit = threading.Lock()
+        # Batches handed out and not yet committed: at most `concurrency` of them.
+        # Fetch workers -> writer (SQLite): fetched batches; None ends the writer.
+        self._fetched: queue.SimpleQueue[Fetched | None] = queue.SimpleQueue()
+        # Writer or PostgreSQL workers -> calling thread: committed batches.
+        self._settled: queue.SimpleQueue[Settled] = queue.SimpleQueue()
+        self._grouped = not self.crawls.claims_rows
+        self._written = False  # the writer has taken the end marker
         self._stats_start = upstream.stats
         self.counts = self.crawls.counts(crawl_id)
         self.error: UpstreamError | None = None
@@ -101,26 +133,42 @@ class Walk:
 
     def run(self, progress: Callable[[CrawlProgress], None] | None) -> None:
         """Walk the frontier level by level until nothing is queued (or the walk stops)."""
-        retried: set[int] = set()
-        with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="crawl") as pool:
-            try:
-                while self.stopped is None:
-                    depth = self.crawls.pending_depth(self.crawl_id)
-                    if depth is None:
-                        break
-                    if self._level(pool, depth, progress) == 0 and self.stopped is None:
-                        time.sleep(CLAIMED_ELSEWHERE_WAIT)
-                    # A flaky stretch has often passed by the end of a level: one more try
-                    # for its failed names before going deeper (their links are wanted).
-                    if self.stopped is None and depth not in retried:
-                        retried.add(depth)
-                        requeued = self.crawls.requeue_failed(self.crawl_id, depth)
-                        self._move(State.FAILED, State.QUEUED, requeued)
-            except KeyboardInterrupt:
-                self._stop.set()  # batches in flight commit; queued ones are not started
-                raise
+        writer = None
+        if self._grouped:
+            writer = threading.Thread(target=self._write_loop, name="crawl-writer", daemon=True)
+            writer.start()
+        try:
+            with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="crawl") as pool:
+                try:
+                    self._walk(pool, progress)
+                except BaseException:
+                    self._stop.set()  # batches in flight commit; queued ones are not started
+                    raise
+        finally:
+            if writer is not None:
+                # The pool has finished every batch it started (each handed to the writer),
+                # so the end marker comes after them: the writer commits them all, then ends.
+                self._fetched.put(None)
+                writer.join()
         if progress:
             progress(self.progress(0))
+
+    def _walk(
+        self, pool: ThreadPoolExecutor, progress: Callable[[CrawlProgress], None] | None
+    ) -> None:
+        retried: set[int] = set()
+        while self.stopped is None:
+            depth = self.crawls.pending_depth(self.crawl_id)
+            if depth is None:
+                break
+            if self._level(pool, depth, progress) == 0 and self.stopped is None:
+                time.sleep(CLAIMED_ELSEWHERE_WAIT)
+            # A flaky stretch has often passed by the end of a level: one more try for its
+            # failed names before going deeper (their links are wanted).
+            if self.stopped is None and depth not in retried:
+                retried.add(depth)
+                requeued = self.crawls.requeue_failed(self.crawl_id, depth)
+                self._move(State.FAILED, State.QUEUED, requeued)
 
     def _level(
         self, pool: ThreadPoolExecutor, depth: int, progress: Callable[[CrawlProgress], None] | None
@@ -132,10 +180,10 @@ class Walk:
         after = -1
         ready: deque[str] = deque()
         exhausted = False
-        in_flight: dict[Future[Settled], list[str]] = {}
+        in_flight = 0  # handed out and not yet committed
         last_tick = 0.0
         while True:
-            while self.stopped is None and len(in_flight) < slots and not (exhausted and not ready):
+            while self.stopped is None and in_flight < slots and not (exhausted and not ready):
                 if len(ready) < limits.MAX_NAMES and not exhausted:
                     rows = self.crawls.queued(
                         self.crawl_id, depth, after, limits.MAX_NAMES * slots * PREFETCH
@@ -146,26 +194,39 @@ class Walk:
                         ready.extend(name for _, name in rows)
                     continue
                 batch = [ready.popleft() for _ in range(min(limits.MAX_NAMES, len(ready)))]
-                in_flight[pool.submit(self._batch, batch, depth)] = batch
+                pool.submit(self._batch, batch, depth)
+                in_flight += 1
             if not in_flight:
                 return settled
-            done, _ = wait(in_flight, timeout=TICK, return_when=FIRST_COMPLETED)
-            for future in done:
-                in_flight.pop(future)
-                result = future.result()
-                settled += len(result.states)
-                self._settle(result)
+            try:
+                done: Settled | None = self._settled.get(timeout=TICK)
+            except queue.Empty:
+                done = None
+            while done is not None:
+                in_flight -= done.batches
+                settled += len(done.states)
+                self._settle(done)
+                try:
+                    done = self._settled.get_nowait()
+                except queue.Empty:
+                    break
             now = time.monotonic()
-            if progress and (done or now - last_tick >= TICK):
+            if progress and now - last_tick >= TICK / 5:
                 last_tick = now
-                progress(self.progress(len(in_flight)))
+                progress(self.progress(in_flight))
 
     def _settle(self, settled: Settled) -> None:
+        if settled.crashed is not None:
+            raise settled.crashed
         for state in settled.states.values():
             self.counts[State.QUEUED] = self.counts.get(State.QUEUED, 0) - 1
             self.counts[state] = self.counts.get(state, 0) + 1
         self.counts[State.QUEUED] = self.counts.get(State.QUEUED, 0) + settled.added
-        error = settled.error
+        for error in settled.errors:
+            self._count(error)
+
+    def _count(self, error: UpstreamError | None) -> None:
+        """Note one batch's outcome: batches failing in a row stop the walk."""
         if error is None:
             self._in_a_row = 0
             return
@@ -211,25 +272,53 @@ class Walk:
         report.error = self.error if report.failed or self.stopped else None
         report.stopped = self.stopped
 
-    # -- worker threads ----------------------------------------------------------------------
+    # -- fetch workers -----------------------------------------------------------------------
 
-    def _batch(self, names: list[str], depth: int) -> Settled:
-        """Settle one batch: what the store has, what upstream lacks, fetch the rest, read
-        links, and commit it all in one transaction."""
+    def _batch(self, names: list[str], depth: int) -> None:
+        """One batch, whatever happens: on SQLite fetched and handed to the writer; on
+        PostgreSQL claimed, fetched and committed here, then reported as settled."""
+        if self._grouped:
+            fetched = Fetched(None)
+            try:
+                if not self._stop.is_set():  # else it stays queued for the next run
+                    fetched = Fetched(*self._prepare(names, depth))
+            except BaseException as exc:
+                fetched = Fetched(None, crashed=exc)
+            finally:
+                self._fetched.put(fetched)
+            return
+        settled = Settled(batches=1)
+        try:
+            if not self._stop.is_set():
+                self._claim_and_commit(names, depth, settled)
+        except BaseException as exc:
+            settled.crashed = exc  # the claim's transaction rolled back: still queued
+        finally:
+            self._settled.put(settled)
 
-        if self._stop.is_set():
-            return Settled({}, 0)  # stays queued for the next run
-        # Names another crawler holds (or settled since they were read) are left to it.
+    def _claim_and_commit(self, names: list[str], depth: int, settled: Settled) -> None:
+        """Claim the batch's rows, fetch, and commit in the claim's transaction (PostgreSQL).
+        Names another crawler holds (or settled since they were read) are left to it."""
         with self.crawls.claim(self.crawl_id, names) as claim:
             if not claim.names:
-                return Settled({}, 0)
-            return self._settle_claimed(claim, depth)
+                return
+            changes, error = self._prepare(claim.names, depth)
+            settled.added = self.crawls.commit(
+                self.crawl_id,
+                [changes],
+                fetched_at=self.ctx.clock(),
+                upstream=self.label,
+                max_docs=self.limits.max_docs,
+                claim=claim,
+            )
+        settled.states, settled.errors = dict(changes.states), [error]
 
-    def _settle_claimed(self, claim: Claim, depth: int) -> Settled:
+    def _prepare(self, names: list[str], depth: int) -> tuple[BatchChanges, UpstreamError | None]:
+        """Settle one batch but for its commit: what the store has, what upstream lacks,
+        fetch the rest, read links."""
         from ..store.crawls import BatchChanges
         from ..upstream.batching import BatchOutcome, fetch_batch
 
-        names = claim.names
         now = self.ctx.clock()
         cached = self.store.get_many(names)
         # A crawl always goes online for what is not fresh, whatever the offline flag says.
@@ -267,16 +356,7 @@ class Walk:
         for name in outcome.missing:
             changes.states[name] = State.MISSING
             changes.missing.append(name)
-        with self._commit:
-            added = self.crawls.commit(
-                self.crawl_id,
-                changes,
-                fetched_at=self.ctx.clock(),
-                upstream=self.label,
-                max_docs=self.limits.max_docs,
-                claim=claim,
-            )
-        return Settled(dict(changes.states), added, error)
+        return changes, error
 
     def _add_links(self, changes: BatchChanges, doc: Document) -> None:
         if not doc.content or not self.limits.follows_links_from(changes.child_depth - 1):
@@ -285,3 +365,62 @@ class Walk:
         linked = linked_names(doc.content, base)
         found = children(linked, changes.child_depth - 1, self.scope, self.limits, exclude=doc.name)
         changes.children.extend((name, doc.name) for name in found)
+
+    # -- the writer (SQLite) -----------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        """Commit what the fetch workers hand over, every batch waiting at once in one
+        transaction, until the end marker; after a failed commit, commit nothing more."""
+        try:
+            with self.crawls.writer() as writer:
+                self._write_on(writer, None)
+        except BaseException as exc:  # no connection: every batch is reported, none written
+            if not self._written:
+                self._write_on(None, exc)
+
+    def _write_on(self, writer: GroupWriter | None, crashed: BaseException | None) -> None:
+        ended = False
+        while not ended:
+            group = [self._fetched.get()]
+            documents = _documents(group[0])
+            while documents < GROUP_DOCUMENTS:
+                try:
+                    item = self._fetched.get_nowait()
+                except queue.Empty:
+                    break
+                group.append(item)
+                documents += _documents(item)
+            ended = self._written = None in group
+            batches = [item for item in group if item is not None]
+            if not batches:
+                continue
+            settled = Settled(batches=len(batches))
+            try:
+                if crashed is None and writer is not None:
+                    self._commit(writer, batches, settled)
+            except BaseException as exc:
+                crashed = exc  # what was not committed stays queued for the next run
+            settled.crashed = crashed
+            self._settled.put(settled)
+
+    def _commit(self, writer: GroupWriter, batches: list[Fetched], settled: Settled) -> None:
+        """Commit the group's batches in one transaction; then raise what a worker met."""
+        group = [item.changes for item in batches if item.changes is not None]
+        if group:
+            settled.added = writer.commit(
+                self.crawl_id,
+                group,
+                fetched_at=self.ctx.clock(),
+                upstream=self.label,
+                max_docs=self.limits.max_docs,
+            )
+        for changes in group:
+            settled.states.update(changes.states)
+        settled.errors = [item.error for item in batches if item.changes is not None]
+        for item in batches:
+            if item.crashed is not None:
+                raise item.crashed
+
+
+def _documents(item: Fetched | None) -> int:
+    return len(item.changes.documents) if item is not None and item.changes is not None else 0

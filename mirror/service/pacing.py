@@ -30,7 +30,7 @@ from ..config import Settings
 from ..errors import StoreError
 from ..models import BucketState
 from ..upstream.factory import in_process_pacer, quota_rule
-from ..upstream.pacing import Pacer, Pacing, Rule, reserve, slow_down
+from ..upstream.pacing import SLACK, Pacer, Pacing, Rule, reserve, slow_down
 from ..upstream.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -45,8 +45,12 @@ BUCKETS = ("get", "search")
 LEASE_SPAN = 0.005
 # ...at most this many of them...
 LEASE_MAX = 32
-# ...and a leased slot not used this long after its start is dropped, not used late.
-LEASE_TTL = 0.05
+# ...and a leased slot not used this long after its start is dropped, not used late. A start
+# up to SLACK late still keeps every window within the limit (the interval is stretched by
+# SLACK); half of it leaves room for the clock. A crawl's calls come one per fetch worker
+# every latency: at 50 ms a 50 ms lease had lapsed by the next call, so nearly every call
+# paid a write transaction, queued behind the crawl's own group commits.
+LEASE_TTL = SLACK / 2
 
 
 class SharedPacer:
