@@ -194,9 +194,10 @@ def test_the_error_tree_names_every_exception_class() -> None:
 
 
 # What the pure crawl decisions (links, scope, frontier rules) may import: text handling
-# from the standard library and the ground modules. No files, sockets, threads or store.
+# from the standard library (functools: a bounded cache of pure results) and the ground
+# modules. No files, sockets, threads or store.
 PURE_CRAWL_ALLOWED = {
-    "__future__", "bisect", "collections.abc", "dataclasses", "enum", "html", "re", "sys",
+    "__future__", "bisect", "collections.abc", "dataclasses", "enum", "functools", "html", "re", "sys",
     "urllib.parse", "mirror.crawl", "mirror.crawl.frontier", "mirror.crawl.scope",
     "mirror.errors", "mirror.names",
 }  # fmt: skip
