@@ -54,7 +54,9 @@ COMMON = 2000
 COMMON_SHARE = 0.25
 SAMPLES = 2
 SAMPLE_ROWS = 2000
-_ROWID_RANGE = "SELECT min(id), max(id) FROM search_docs"
+# Two subqueries, each one seek at an end of the rowid b-tree: `SELECT min(id), max(id)` in
+# one query scans the whole table (8 ms of a long question's 40 at 50,000 pages).
+_ROWID_RANGE = "SELECT (SELECT min(id) FROM search_docs), (SELECT max(id) FROM search_docs)"
 _IN_WINDOW = f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? AND rowid BETWEEN ? AND ?"
 HEAD_RANK = f"bm25({HEAD_TABLE}, {WEIGHTS[0]}, {WEIGHTS[1]}, {WEIGHTS[2]})"
 _HEAD_TOP = (
