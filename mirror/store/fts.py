@@ -54,6 +54,8 @@ COMMON = 2000
 COMMON_SHARE = 0.25
 SAMPLES = 2
 SAMPLE_ROWS = 2000
+# A store of fewer pages ranks every "any term" match whole (sampling would cost more).
+SAMPLED_FROM = SAMPLES * COMMON
 # Two subqueries, each one seek at an end of the rowid b-tree: `SELECT min(id), max(id)` in
 # one query scans the whole table (8 ms of a long question's 40 at 50,000 pages).
 _ROWID_RANGE = "SELECT (SELECT min(id) FROM search_docs), (SELECT max(id) FROM search_docs)"
@@ -232,7 +234,7 @@ def _rare_alternatives(raw: Any, terms: list[lexical.Term]) -> tuple[str, bool]:
     exprs = lexical.alternatives(terms)
     whole = " OR ".join(exprs)
     low, high = raw.execute(_ROWID_RANGE).fetchone()
-    if len(exprs) < 2 or low is None or high - low + 1 < SAMPLES * COMMON:
+    if len(exprs) < 2 or low is None or high - low + 1 < SAMPLED_FROM:
         return whole, False
     rare = [e for e in exprs if _share(raw, e, low, high) < COMMON_SHARE]
     return (" OR ".join(rare), False) if rare else (whole, True)
