@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..search import lexical, translations
-from .sql import FTS_TABLE, FTS_VOCAB, HEAD_TABLE
+from . import fts_vocabulary
+from .sql import FTS_TABLE, HEAD_TABLE
 
 # bm25 weights per doc_fts column (title, description, heading lines, body, side column).
 WEIGHTS = (8.0, 2.0, 3.0, 1.0, 1.0)
@@ -68,7 +69,6 @@ _HEAD_TOP = (
 # Counting stops at COMMON: rowid order, no ranking, a prefix of the doclists.
 _COMMON = f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?)"
 _EXISTS = f"SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT 1"
-_VOCAB = f"SELECT term, doc FROM {FTS_VOCAB} WHERE term >= ? AND term < ? LIMIT ?"
 _BY_IDS = "SELECT id, name FROM search_docs WHERE id IN ({marks})"
 _CONTENT = "SELECT name, content FROM documents WHERE name IN ({marks})"
 _IDS = "SELECT name, id FROM search_docs WHERE name IN ({marks})"
@@ -208,9 +208,9 @@ def _correct(raw: Any, terms: list[lexical.Term]) -> list[lexical.Term]:
         stemmed = stem(folded)
         limit = 1 if len(stemmed) < 6 else 2
         best: tuple[int, int, str] | None = None
-        prefix = stemmed[:2]
-        rows = raw.execute(_VOCAB, (prefix, prefix + "\uffff", _MAX_SPELLING_CANDIDATES))
-        for term, docs in rows:
+        for term, docs in fts_vocabulary.terms_from(raw, stemmed[:2], _MAX_SPELLING_CANDIDATES):
+            if abs(len(term) - len(stemmed)) > limit:
+                continue  # the distance's first test, without a call per term
             distance = lexical.edit_distance(stemmed, term, limit)
             if distance <= limit and (best is None or (distance, -docs) < best[:2]):
                 best = (distance, -docs, term)
