@@ -256,8 +256,10 @@ def hybrid_ranking(
 
     depth = max(limit, LEXICAL_DEPTH)
     # The query's embedding (~10 ms of CPU) runs beside the lexical ranking when the model is
-    # loaded, i.e. the tier answered before in this process (else the lexical ranking would
-    # be wasted when the tier is off: it comes after the dense one, as `_local` needs).
+    # loaded, i.e. the tier answered before in this process. Otherwise the dense ranking
+    # comes first, as before: when the tier is off, `_local` ranks lexically to its own depth
+    # and this one would be wasted (it still is in the rare process whose model is loaded
+    # while this store's tier is off, e.g. its index was just dropped).
     lexical = lexical_ranking(ctx, query, limit=depth, node=node) if prefetch_query(query) else None
     dense = ctx.store.dense_ranking(query, limit=max(limit, DENSE_DEPTH), where=node)
     if dense is None:
