@@ -435,3 +435,32 @@ def test_hybrid_results_are_the_same_when_the_embedding_runs_beside_the_lexical_
     assert started[-1] is True  # the model was loaded by then: the embedding overlapped
     assert pages[0] == pages[1]
     assert TAP in dict.fromkeys(parent for parent, _, _ in pages[1])
+
+
+@needs_model
+def test_a_forked_child_embeds_its_queries_itself() -> None:
+    import os
+
+    embedder = model.loaded()
+    embedder.embed(["load the model"])
+    embedder.prefetch("started in the parent")
+    pid = os.fork()
+    if pid == 0:  # the child: its inherited worker has no thread; a query must still answer
+        try:
+            vector = embedder.embed_query("started in the parent")
+            model.prefetch_query("asked in the child")
+            again = embedder.embed_query("asked in the child")
+            os._exit(0 if vector.shape == again.shape == (model.DIMENSIONS,) else 1)
+        except BaseException:
+            os._exit(2)
+    import signal
+    import time
+
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:  # still waiting for an embedding that never comes
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's query never got its embedding")
+    assert os.waitstatus_to_exitcode(done[1]) == 0

@@ -192,3 +192,16 @@ def prefetch_query(text: str) -> bool:
         return False
     shared.prefetch(text)
     return True
+
+
+def _forget_the_worker() -> None:
+    # A forked child inherits the worker's executor, its pending embeddings and maybe its
+    # lock held, not its thread: they would never finish or be released, and a query
+    # waiting for them would wait forever.
+    if _shared is not None:
+        _shared._lock = threading.Lock()
+        _shared._pending.clear()
+        _shared._worker = None
+
+
+os.register_at_fork(after_in_child=_forget_the_worker)
