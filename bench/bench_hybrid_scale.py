@@ -11,7 +11,9 @@ Needs the `semantic` extra (pip install -e '.[semantic]').
 2. Latency of a whole offline search page (Mirror.search_documents, page size 10) in a fresh
    process' Mirror: lexical alone (the semantic tier switched off: the baseline, same run) and
    hybrid, query embedding included (the model's query cache is emptied before each query),
-   p50/p99, for synthetic titles, long natural-language questions and the most common words.
+   p50/p99, for synthetic titles, long natural-language questions, the most common words and
+   titles with a typo (the vocabulary a typo's correction reads is kept by the process: a
+   query's hybrid turn finds what its lexical turn read).
    The two tiers take turns query by query, so a change in the machine's load (it is shared)
    weighs on both alike; the load average is printed with the figures. The first hybrid
    query loads the vectors into memory; it is timed apart ("cold").
@@ -118,6 +120,19 @@ def _both(mirror: Mirror, store: Store, queries: list[str]) -> tuple[list[float]
     return lexical, hybrid
 
 
+def _typo(rng: random.Random, text: str) -> str:
+    """`text` with two letters of its longest word swapped (typo correction's path: a word
+    that matches no page, looked up in the index's vocabulary)."""
+    words = text.split()
+    longest = max(range(len(words)), key=lambda i: len(words[i]))
+    word = words[longest]
+    if len(word) < 5:
+        return text
+    i = rng.randrange(1, len(word) - 2)
+    words[longest] = word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+    return " ".join(words)
+
+
 def _load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -182,6 +197,7 @@ def main() -> None:
         ("synthetic titles", titles),
         ("long questions", long_questions(synthetic, args.queries)),
         ("50 most common words", common * max(1, args.queries // len(common))),
+        ("titles with a typo", [_typo(rng, title) for title in titles]),
     ]
     with Mirror(Settings(db_url=f"sqlite:///{path}", offline=True)) as mirror:
         inner = mirror._ctx().store
