@@ -120,6 +120,21 @@ def test_identifiers_cjk_stems_and_typos_are_found(store: Store, query: str, exp
     assert expected in _names(store.search_local(query, limit=5)), query
 
 
+def test_a_typo_is_corrected_from_the_vocabulary_as_it_is_now(store: Store) -> None:
+    """Typo correction keeps the vocabulary it read (SQLite: per process and index state); a
+    write that brings the right spelling, or removes it, shows in the next search."""
+    assert _names(store.search_local("badgres", limit=5)) == []  # nothing close in the index
+    store.put(
+        [_doc("badger", "Badgers", "# Badgers\n\nBadgers dig setts.")],
+        fetched_at=0.0,
+        upstream="test",
+    )
+    assert _names(store.search_local("badgres", limit=5)) == ["badger"]
+    with store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM documents WHERE name LIKE '%/badger'"))
+    assert _names(store.search_local("badgres", limit=5)) == []
+
+
 def test_stopwords_fit_docs() -> None:
     assert [t.text for t in lexical.query_terms("How do I use the Storage API to get quota?")] == [
         "Storage",

@@ -377,3 +377,90 @@ def test_a_query_is_embedded_once_and_like_any_text() -> None:
     again = embedder.embed(["fake the GPS position in the browser"])[0]
     assert float(first @ again) == pytest.approx(1.0, abs=1e-5)
     assert first.shape == (model.DIMENSIONS,)
+
+
+@needs_model
+def test_a_prefetched_query_is_embedded_once_beside_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    embedder = model.Embedder()
+    embedder.embed(["load the model"])
+    assert embedder.ready
+    calls: list[tuple[list[str], str]] = []
+    real = embedder.embed
+
+    def counted(texts: Sequence[str]):  # type: ignore[no-untyped-def]
+        calls.append((list(texts), threading.current_thread().name))
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "embed", counted)
+    question = "fake the GPS position in the browser"
+    embedder.prefetch(question)
+    embedder.prefetch(question)  # already under way: not started twice
+    vector = embedder.embed_query(question)
+    assert embedder.embed_query(question) is vector
+    assert len(calls) == 1 and calls[0][0] == [question]
+    assert calls[0][1].startswith("embed-query")  # not the caller's thread
+    assert float(vector @ real([question])[0]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_store_without_the_semantic_tier_never_loads_the_model_to_prefetch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(model, "_shared", None)
+    assert model.prefetch_query("anything") is False
+    assert model._shared is None
+
+
+@needs_model
+def test_hybrid_results_are_the_same_when_the_embedding_runs_beside_the_lexical_ranking(
+    hybrid_store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[bool] = []
+    real = model.prefetch_query
+
+    def spy(text: str) -> bool:
+        started.append(real(text))
+        return started[-1]
+
+    monkeypatch.setattr(model, "prefetch_query", spy)
+    with Mirror(Settings(db_url=hybrid_store, offline=True)) as mirror:
+        pages = []
+        for _ in range(2):
+            model.loaded()._queries.clear()
+            found = mirror.search_documents(TAP_QUESTION, page_size=10, mode=Mode(offline=True))
+            pages.append([(r.parent, r.id, r.relevance_score) for r in found.page.results])
+    assert started[-1] is True  # the model was loaded by then: the embedding overlapped
+    assert pages[0] == pages[1]
+    assert TAP in dict.fromkeys(parent for parent, _, _ in pages[1])
+
+
+@needs_model
+def test_a_forked_child_embeds_its_queries_itself() -> None:
+    import os
+
+    embedder = model.loaded()
+    embedder.embed(["load the model"])
+    embedder.prefetch("started in the parent")
+    pid = os.fork()
+    if pid == 0:  # the child: its inherited worker has no thread; a query must still answer
+        try:
+            vector = embedder.embed_query("started in the parent")
+            model.prefetch_query("asked in the child")
+            again = embedder.embed_query("asked in the child")
+            os._exit(0 if vector.shape == again.shape == (model.DIMENSIONS,) else 1)
+        except BaseException:
+            os._exit(2)
+    import signal
+    import time
+
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:  # still waiting for an embedding that never comes
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's query never got its embedding")
+    assert os.waitstatus_to_exitcode(done[1]) == 0

@@ -12,6 +12,7 @@ import importlib.metadata
 import importlib.util
 import os
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,24 @@ class Embedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._queries: dict[str, np.ndarray] = {}
+        self._pending: dict[str, Future[np.ndarray]] = {}
+        self._worker: ThreadPoolExecutor | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether the model is loaded (a query of this process used the semantic tier)."""
+        return self._session is not None
+
+    def prefetch(self, text: str) -> None:
+        """Start embedding query `text` in a worker thread, for `embed_query` to collect: a
+        hybrid search ranks lexically meanwhile (onnxruntime and SQLite both release the GIL,
+        so on 2 cores the two overlap instead of adding up)."""
+        with self._lock:
+            if text in self._queries or text in self._pending:
+                return
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="embed-query")
+            self._pending[text] = self._worker.submit(self._embed_query, text)
 
     def _load(self) -> None:
         import onnxruntime
@@ -105,11 +124,23 @@ class Embedder:
         or a server asked the same question again, embeds it once)."""
         with self._lock:
             found = self._queries.get(text)
+            pending = self._pending.get(text)
         if found is not None:
             return found
-        vector: np.ndarray = self.embed([text])[0]
-        with self._lock:
+        if pending is not None:
+            return pending.result()  # prefetched: raises what the embedding raised
+        return self._embed_query(text)
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        try:
+            vector: np.ndarray = self.embed([text])[0]
+        except BaseException:
+            with self._lock:
+                self._pending.pop(text, None)
+            raise
+        with self._lock:  # cached and no longer pending at once: never embedded twice
             self._queries[text] = vector
+            self._pending.pop(text, None)
             while len(self._queries) > QUERY_CACHE:
                 self._queries.pop(next(iter(self._queries)))
         return vector
@@ -149,3 +180,28 @@ def loaded() -> Embedder:
         if _shared is None:
             _shared = Embedder()
         return _shared
+
+
+def prefetch_query(text: str) -> bool:
+    """Start embedding query `text` in the background when this process' model is loaded
+    already (the semantic tier answered a query before), and say whether it started; never
+    loads the model, so a store without the semantic tier pays nothing."""
+    with _shared_lock:
+        shared = _shared
+    if shared is None or not shared.ready:
+        return False
+    shared.prefetch(text)
+    return True
+
+
+def _forget_the_worker() -> None:
+    # A forked child inherits the worker's executor, its pending embeddings and maybe its
+    # lock held, not its thread: they would never finish or be released, and a query
+    # waiting for them would wait forever.
+    if _shared is not None:
+        _shared._lock = threading.Lock()
+        _shared._pending.clear()
+        _shared._worker = None
+
+
+os.register_at_fork(after_in_child=_forget_the_worker)

@@ -275,13 +275,23 @@ def hybrid_ranking(
         # them cost identifiers hit@1 0.96 -> 0.81); the pages that hold it are the answer,
         # whether the semantic tier is on or off.
         return lexical_ranking(ctx, query, limit=limit, node=node)
+    from ..semantic.model import prefetch_query
+
+    depth = max(limit, LEXICAL_DEPTH)
+    # The query's embedding (~10 ms of CPU) runs beside the lexical ranking when the model is
+    # loaded, i.e. the tier answered before in this process. Otherwise the dense ranking
+    # comes first, as before: when the tier is off, `_local` ranks lexically to its own depth
+    # and this one would be wasted (it still is in the rare process whose model is loaded
+    # while this store's tier is off, e.g. its index was just dropped).
+    lexical = lexical_ranking(ctx, query, limit=depth, node=node) if prefetch_query(query) else None
     dense = ctx.store.dense_ranking(query, limit=max(limit, DENSE_DEPTH), where=node)
     if dense is None:
         return None
     from ..search.fusion import reciprocal_rank_fusion
     from ..store.fts import DocumentHit
 
-    lexical = lexical_ranking(ctx, query, limit=max(limit, LEXICAL_DEPTH), node=node)
+    if lexical is None:
+        lexical = lexical_ranking(ctx, query, limit=depth, node=node)
     fused = reciprocal_rank_fusion([hit.name for hit in lexical], [name for name, _ in dense])
     return [DocumentHit(name, -score, score) for name, score in fused[:limit]]
 
