@@ -2,7 +2,7 @@
 on the other.
 
 gzip at level 9 is three quarters of an export's time, and zlib releases the GIL while it
-compresses, so handing it blocks of a MiB from a thread lets the JSON encoding, hashing and
+compresses, so handing it blocks of half a MiB from a thread lets the JSON encoding, hashing and
 store reads of the next block run meanwhile. The bytes are the same as writing straight to the
 GzipFile: deflate's output depends on the data, not on how it is split between calls.
 """
@@ -13,8 +13,9 @@ import queue
 import threading
 from typing import Any, Protocol
 
-# Bytes gathered before a block goes to the compressing thread.
-BLOCK = 1 << 20
+# Bytes gathered before a block goes to the compressing thread (half a MiB: the blocks waiting,
+# being filled and being packed stay about 2.5 MiB, far below tests/test_scale.py's bound).
+BLOCK = 1 << 19
 # Blocks waiting for it: memory stays a few MiB whatever the size of the snapshot.
 WAITING = 2
 
