@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror.store.store import PUT_BATCH
+from mirror.store.prepared import PUT_BATCH
 from tests.conftest import document_count
 
 

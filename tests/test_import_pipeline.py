@@ -17,7 +17,7 @@ from mirror.errors import InvalidInput
 from mirror.service import Mirror
 from mirror.store import index
 from mirror.store.ahead import Ahead
-from mirror.store.store import PUT_BATCH
+from mirror.store.prepared import PUT_BATCH
 from tests.test_import_limits import record
 
 

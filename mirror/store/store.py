@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,9 @@ from . import engine as engines
 from . import sql
 from .failures import from_dbapi
 from .generation import GenerationProbe, probe_for
-from .rows import cached_document, document_row, upsert
+from .prepared import PREPARED_AHEAD, PUT_BATCH, PUT_BATCH_CHARS, Prepared, prepare
+from .prepared import batches as in_batches
+from .rows import cached_document, upsert
 
 if TYPE_CHECKING:
     from ..search.filters import Node
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from .buckets import Buckets
     from .crawls import Crawls
     from .fts import DocumentHit, LocalHit
-    from .index import Entry, IndexState
+    from .index import IndexState
     from .recordings import Recordings
     from .vectors import Progress, SemanticFacts
 from .schema import SCHEMA_REVISION, documents
@@ -51,60 +52,9 @@ from .schema import SCHEMA_REVISION, documents
 from . import schema_counts, schema_crawl, schema_embeddings  # noqa: F401  isort: skip
 from . import schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
 
-# Documents written per statement by put_stream: bounds memory (a few hundred pages) while
-# keeping executemany batches large enough to cost little per row.
-PUT_BATCH = 200
-# ... and of at most about this much Markdown: several batches are in memory at once (one
-# being read, PREPARED_AHEAD waiting, one being written), so big pages make smaller batches.
-PUT_BATCH_CHARS = 2 << 20
-# Batches put_stream's reading thread may have prepared before the writer takes them: enough
-# to keep both threads busy, few enough to bound memory (a batch is a few MB).
-PREPARED_AHEAD = 1
-
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
 # Pooled connections beyond a server's worker threads: a writer's, and the event loop's.
 POOL_RESERVE = 2
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A batch of documents with what writing them needs that the database does not: their
-    rows, content hashes and search index entries (pure work, done ahead in put_stream)."""
-
-    docs: list[Document]
-    rows: list[dict[str, Any]]
-    hashes: dict[str, str | None]
-    entries: Mapping[str, Entry]
-    fetched_at: float
-    upstream: str
-
-
-def prepare(docs: list[Document], fetched_at: float, upstream: str, raw: Any = None) -> Prepared:
-    """Derive a batch's rows and hashes, and with `raw` (an SQLite connection to read the
-    store with) the index entries of the documents it does not hold as they are."""
-    from .index import entries_ahead
-
-    # With `raw` (SQLite, put_stream's reading thread) the content is compressed here too:
-    # zlib releases the GIL, so it runs beside the writer instead of at its bind time.
-    packed = raw is not None
-    rows = [document_row(doc, fetched_at, upstream, packed=packed) for doc in docs]
-    hashes = {row["name"]: row["content_sha256"] for row in rows}
-    ready = entries_ahead(raw, docs, hashes) if raw is not None else {}
-    return Prepared(docs, rows, hashes, ready, fetched_at, upstream)
-
-
-def _batches(docs: Iterable[Document], size: int, chars: int) -> Iterator[list[Document]]:
-    # At most `size` documents, and a batch of big pages ends at about `chars` of content.
-    batch: list[Document] = []
-    held = 0
-    for doc in docs:
-        batch.append(doc)
-        held += len(doc.content or "")
-        if len(batch) == size or held >= chars:
-            yield batch
-            batch, held = [], 0
-    if batch:
-        yield batch
 
 
 class Store:
@@ -355,7 +305,7 @@ class Store:
         from .ahead import close_source
 
         pooled = self.engine.raw_connection() if self._fast_sql and not self._one_thread else None
-        batches = _batches(docs, PUT_BATCH, PUT_BATCH_CHARS)
+        batches = in_batches(docs, PUT_BATCH, PUT_BATCH_CHARS)
         try:
             raw = pooled.driver_connection if pooled is not None else None
             for batch in batches:
