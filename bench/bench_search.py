@@ -7,7 +7,7 @@ Usage: python -m bench.bench_search [--docs 50000] [--queries 300] [--dir PATH] 
    same import with indexing switched off, then for N synthetic documents generated
    deterministically from the corpus' own vocabulary (headings, paragraphs, code; ~5 KB median).
 2. Space at that size: store file / Markdown bytes (issue 15: at most 1.8x, index included), and
-   the index's own bytes (search_docs, doc_fts and head_fts tables, from dbstat) / Markdown bytes.
+   the index's own bytes (the tantivy folder beside the store) / Markdown bytes.
 3. Latency, p50/p99, of `Store.search_local(q, limit=10)` (a grouped page: ranked documents,
    their best chunks) for the 50 most frequent words, frequency-drawn single words, two-word
    phrases and uniformly drawn words, next to a bare FTS5 baseline built in the same run from
@@ -266,13 +266,9 @@ def latency(store: Store, bare_db: Path, queries: list[str]) -> tuple[list[float
 
 
 def index_bytes(db: Path) -> int:
-    """Bytes of the search index's tables (search_docs and doc_fts's shadow tables)."""
-    with sqlite3.connect(db) as conn:
-        row = conn.execute(
-            "SELECT sum(pgsize) FROM dbstat WHERE name = 'search_docs' OR name LIKE 'doc_fts%' "
-            "OR name LIKE 'head_fts%' OR name LIKE 'sqlite_autoindex_search_docs%'"
-        ).fetchone()
-    return int(row[0] or 0)
+    """Bytes of the search index: the tantivy folder beside the store (text_index.py)."""
+    folder = Path(f"{db}-search")
+    return sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
 
 
 def _time(func: Callable[[], object]) -> float:

@@ -30,27 +30,29 @@ def module_store_url(request: pytest.FixtureRequest, label: str) -> Iterator[str
 
 
 def index_entries(store, name: str | None = None) -> int:  # type: ignore[no-untyped-def]
-    """Index entries with their words indexed (of document `name`, if given): FTS5 rows on
-    SQLite, tsvectors on PostgreSQL; both joined to search_docs."""
+    """Index entries with their words indexed (of document `name`, if given): pages in the
+    tantivy index on SQLite (synced with the store first, as a search does), tsvectors in
+    search_docs on PostgreSQL."""
     from sqlalchemy import text
 
-    if store.engine.dialect.name == "postgresql":
-        sql = "SELECT count(*) FROM search_docs AS s WHERE s.words IS NOT NULL"
-    else:
-        sql = "SELECT count(*) FROM search_docs AS s JOIN doc_fts_docsize AS f ON f.id = s.id"
+    if store.engine.dialect.name != "postgresql":
+        return _tantivy_entries(store, name)
+    sql = "SELECT count(*) FROM search_docs AS s WHERE s.words IS NOT NULL"
     params = {}
     if name is not None:
-        sql += " AND s.name = :name" if "WHERE" in sql else " WHERE s.name = :name"
+        sql += " AND s.name = :name"
         params["name"] = name
     with store.engine.connect() as conn:
         return int(conn.execute(text(sql), params).scalar_one())
 
 
-def fts_rows(store) -> int:  # type: ignore[no-untyped-def]
-    """Rows of the full-text index itself, whether or not search_docs still names them
-    (FTS5's docsize table on SQLite; on PostgreSQL the tsvectors live in search_docs)."""
-    from sqlalchemy import text
+def _tantivy_entries(store, name: str | None) -> int:  # type: ignore[no-untyped-def]
+    import tantivy
 
-    table = "search_docs" if store.engine.dialect.name == "postgresql" else "doc_fts_docsize"
-    with store.engine.connect() as conn:
-        return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+    index = store.text_index()
+    with store.engine.connect() as conn, conn.begin():
+        searcher = index.searcher(conn.connection.driver_connection)
+        if name is None:
+            return int(searcher.num_docs)
+        query = tantivy.Query.term_query(index.schema, "name", name)
+        return int(searcher.search(query, 1, count=True).count)

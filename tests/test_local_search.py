@@ -17,14 +17,14 @@ from sqlalchemy import delete, text
 from mirror.models import Document
 from mirror.search import filters
 from mirror.search.lexical import all_of, any_of, names_code, query_terms
-from mirror.store import fts, index, pg_index
+from mirror.store import index, pg_index, text_index, text_search
 from mirror.store.schema import documents
 from mirror.store.store import Store
-from tests.search_backends import BACKENDS, fts_rows, index_entries, module_store_url
+from tests.search_backends import BACKENDS, index_entries, module_store_url
 
 pytestmark = pytest.mark.both_backends
-# The modules that cut heading lines while indexing: SQLite's writer and PostgreSQL's.
-INDEX_WRITERS = (index, pg_index)
+# The modules that cut heading lines while indexing: SQLite's and PostgreSQL's.
+INDEX_WRITERS = (text_index, pg_index)
 
 CHROME = "developer.chrome.com"
 TF = "www.tensorflow.org"
@@ -84,14 +84,11 @@ def _indexed(store: Store, name: str) -> bool:
     return bool(index_entries(store, name))
 
 
-def _counts(store: Store) -> tuple[int, int, int]:
-    """Documents, index entries, full-text rows."""
+def _counts(store: Store) -> tuple[int, int]:
+    """Documents, index entries."""
     with store.engine.connect() as conn:
-        return (
-            conn.execute(text("SELECT count(*) FROM documents")).scalar_one(),
-            conn.execute(text("SELECT count(*) FROM search_docs")).scalar_one(),
-            fts_rows(store),
-        )
+        docs = conn.execute(text("SELECT count(*) FROM documents")).scalar_one()
+    return docs, index_entries(store)
 
 
 def test_put_documents_are_found(store: Store) -> None:
@@ -114,20 +111,21 @@ def test_changed_content_replaces_the_old_words(store: Store) -> None:
     )
     assert store.search_local("fish") == []
     assert _names(store.search_local("clams")) == ["walrus"]
-    docs, entries, rows = _counts(store)
-    assert docs == entries == rows
+    docs, entries = _counts(store)
+    assert docs == entries
 
 
 def test_unchanged_copies_are_not_reindexed(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert store.search_local("walrus")  # SQLite: the index caught up with the first put
     chunked: list[str] = []
-    real = index.headings
+    real = text_index.headings
     for writer in INDEX_WRITERS:
         monkeypatch.setattr(writer, "headings", lambda c: chunked.append(c) or real(c))
     store.put(DOCS, fetched_at=5.0, upstream="again")
     assert chunked == []
     store.put([replace(DOCS[0], title="Walrus feeding")], fetched_at=6.0, upstream="again")
-    assert len(chunked) == 1
     assert _names(store.search_local("feeding")) == ["walrus"]
+    assert len(chunked) == 1
 
 
 def test_metadata_only_copy_drops_the_chunks(store: Store) -> None:
@@ -139,16 +137,18 @@ def test_metadata_only_copy_drops_the_chunks(store: Store) -> None:
 def test_failed_write_leaves_documents_and_index_unchanged(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mirror.store import vectors
+
     before = _counts(store)
-    real = index.headings
+    real = vectors.forget
 
-    def failing(content: str) -> str:
-        if "boom" in content:
+    def failing(conn: object, names: list[str]) -> None:
+        # Fails after the batch's documents and index entries were written in the transaction.
+        if f"documents/{CHROME}/new" in names:
             raise RuntimeError("boom")
-        return real(content)
+        real(conn, names)  # type: ignore[arg-type]
 
-    for writer in INDEX_WRITERS:
-        monkeypatch.setattr(writer, "headings", failing)
+    monkeypatch.setattr(vectors, "forget", failing)
     batch = [
         _doc("walrus", "Walrus care", "# Walrus care\n\nWalruses like clams."),
         _doc("new", "New page", "# New\n\nboom"),
@@ -165,7 +165,7 @@ def test_deleting_a_document_deletes_its_index_rows(store: Store) -> None:
     with store.engine.begin() as conn:
         conn.execute(delete(documents).where(documents.c.name == f"documents/{CHROME}/walrus"))
     assert store.search_local("walrus") == []
-    assert _counts(store) == (len(DOCS) - 1,) * 3
+    assert _counts(store) == (len(DOCS) - 1,) * 2
 
 
 def test_where_clause_restricts_results(store: Store) -> None:
@@ -185,25 +185,25 @@ OTTERS = [
 ]
 
 
-@pytest.mark.sqlite_only  # FTS5's candidate loop; PostgreSQL joins the filter into one query
+@pytest.mark.sqlite_only  # the tantivy candidate loop; PostgreSQL joins the filter into one query
 def test_a_selective_filter_looks_past_the_first_candidates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fts, "_MAX_CANDIDATES", 8)
+    monkeypatch.setattr(text_search, "_MAX_CANDIDATES", 8)
     calls = []
-    real = index._all_filtered
+    real = index._CoreFilter.every
 
-    def spy(*args: object, **kwargs: object) -> object:
-        calls.append(args)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+    def spy(self: index._CoreFilter) -> list[str]:
+        calls.append(self)
+        return real(self)
 
-    monkeypatch.setattr(index, "_all_filtered", spy)
+    monkeypatch.setattr(index._CoreFilter, "every", spy)
     store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
     try:
         store.put(OTTERS, fetched_at=0.0, upstream="test")
         hits = store.search_local("otter", where=filters.parse(f'data_source = "{TF}"'))
         assert _names(hits) == ["rare"]
-        assert calls, "the filter should have fallen back to ranking every match in SQL"
+        assert calls, "the filter should have fallen back to searching among the pages it passes"
     finally:
         store.close()
 

@@ -55,7 +55,9 @@ def test_canary_key_never_leaks(emulator, tmp_path: Path, monkeypatch, caplog):
         assert CANARY_KEY not in request.path and CANARY_KEY not in str(request.query)
     assert any(r.headers.get("x-goog-api-key") == CANARY_KEY for r in emulator.requests)
     for path in tmp_path.glob("canary.sqlite3*"):
-        assert CANARY_KEY.encode() not in path.read_bytes()
+        # The store, its WAL and the files of its search index's folder.
+        for file in [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]:
+            assert CANARY_KEY.encode() not in file.read_bytes()
 
 
 def test_settings_repr_hides_the_key():

@@ -33,8 +33,13 @@ def _make_store(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with Mirror(Settings(db_url=f"sqlite:///{path}")) as mirror:
         mirror.import_sample()
-    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    assert sorted(p.name for p in path.parent.iterdir()) == _beside(path)
     return path
+
+
+def _beside(store: Path) -> list[str]:
+    """What a closed store leaves in its folder: the file and its search index's folder."""
+    return [store.name, store.name + "-search"]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -79,7 +84,9 @@ def test_reading_commands_work_in_a_read_only_folder(store: Path, tmp_path: Path
     assert "opened immutable" in doctor.stdout
     assert (out / "docs.snap").is_file() and (out / "md" / "index.md").is_file()
     # Nothing was created beside the store: no -wal, no -shm, no journal.
-    assert sorted(p.name for p in store.parent.iterdir()) == [store.name]
+    assert sorted(p.name for p in store.parent.iterdir()) == _beside(store)
+    # Search used a copy of the index in the cache folder (tantivy cannot open a read-only one).
+    assert list((tmp_path / "home" / "cache" / "search").iterdir())
 
 
 def test_a_server_that_does_not_fetch_serves_a_read_only_store(store: Path, tmp_path: Path) -> None:
@@ -100,7 +107,7 @@ def test_a_server_that_does_not_fetch_serves_a_read_only_store(store: Path, tmp_
     answers = {m["id"]: m for m in map(json.loads, served.stdout.splitlines())}
     result = answers[2]["result"]
     assert not result.get("isError") and result["structuredContent"]["documents"][0]["name"] == NAME
-    assert sorted(p.name for p in store.parent.iterdir()) == [store.name]  # nothing created
+    assert sorted(p.name for p in store.parent.iterdir()) == _beside(store)  # nothing created
     # A server that may fetch would write: it is refused, saying why.
     fetching = sandbox.run(
         ["serve", "--stdio", "--allow-fetch", *db], setup=setup, env=_env(tmp_path), input=""

@@ -17,6 +17,7 @@ in the sqlite3 shell, with no dk-mirror process using the store, gives them back
 
 from __future__ import annotations
 
+import sqlite3
 import zlib
 
 from alembic import op
@@ -108,8 +109,16 @@ def _register() -> None:
     from mirror.store import compression
 
     raw = op.get_bind().connection.driver_connection
-    raw.create_function("dk_0012_deflate", 1, _deflate, deterministic=True)
-    raw.create_function("dk_0012_inflate", 1, _inflate, deterministic=True)
+    for name, function in (("dk_0012_deflate", _deflate), ("dk_0012_inflate", _inflate)):
+        try:
+            raw.create_function(name, 1, function, deterministic=True)
+        except sqlite3.OperationalError:
+            # Defined on this connection by the upgrade already: SQLite refuses to redefine a
+            # function while a virtual table holds prepared statements (0013's downgrade
+            # rebuilds FTS5 just before this runs).
+            found = "SELECT 1 FROM pragma_function_list WHERE name = ?"
+            if raw.execute(found, (name,)).fetchone() is None:
+                raise
     # What the new view and triggers call (every connection of the project registers it).
     compression.register(raw)
 

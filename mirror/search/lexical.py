@@ -1,20 +1,22 @@
 """Lexical analysis for local search, pure: what the index holds beside the text, and queries.
 
-The index (mirror/store) tokenizes with FTS5's `porter unicode61 remove_diacritics 2`: words
-are cut at punctuation, case-folded, accents dropped and English words Porter-stemmed, the
-same for documents and queries. Two things that tokenizer cannot do are done here, the same
-way for both sides:
+The indexes (mirror/store) cut words at punctuation, case-fold them, drop accents and stem
+English words, the same for documents and queries: tantivy's analyzer on SQLite
+(text_index.py), PostgreSQL's `english` configuration there. Two things those cannot do are
+done here, the same way for both sides:
 
-- camelCase identifiers (`getUserMedia`, `onMessage`) are one token to FTS5; their parts
-  (`get user media`) go to a side column, so `user media` finds the page too. Dotted and
+- camelCase identifiers (`getUserMedia`, `onMessage`) are one token to the analyzers; their
+  parts (`get user media`) go to a side column, so `user media` finds the page too. Dotted and
   snake_case identifiers (`chrome.runtime.onMessage`, `tf.keras.layers.Dense`) are split by
-  the tokenizer already: the query searches them whole as a phrase, then by their parts.
+  the analyzers already: the query searches them whole as a phrase, then by their parts.
 - CJK text (Chinese, Japanese, Korean) has no spaces, so a sentence would be one token; its
   runs go to the side column as overlapping bigrams, and a CJK query becomes a phrase of the
   same bigrams.
 
-Every query term comes out as an FTS5 string literal (quoted, doubled quotes), so no user
-text is ever FTS5 syntax.
+A query comes out as Terms: their words and bigram phrases (SQLite builds tantivy query
+objects from them), and match strings in FTS5's syntax, each term a quoted string literal
+(PostgreSQL translates those to tsquery: mirror.search.tsquery). No user text is ever query
+syntax.
 """
 
 from __future__ import annotations
@@ -147,6 +149,11 @@ class Term:
     text: str
     expr: str
     parts: tuple[str, ...]
+    # The same term for an engine that builds queries as objects: the non-CJK words (one
+    # phrase), and each CJK run's bigrams (one phrase each; a lone character stands for the
+    # bigrams that start with it).
+    plain: tuple[str, ...] = ()
+    grams: tuple[tuple[str, ...], ...] = ()
 
 
 def _is_word_char(char: str) -> bool:
@@ -175,6 +182,7 @@ def _term(words: list[str]) -> Term:
     pieces: list[str] = []  # FTS5 strings and prefix queries, ANDed
     parts: list[str] = []
     plain: list[str] = []  # consecutive non-CJK words, one phrase
+    phrases: list[tuple[str, ...]] = []
     for word in words:
         runs = _CJK_RUN.findall(word) if not word.isascii() else []
         rest = _CJK_RUN.sub(" ", word).split() if runs else [word]
@@ -183,6 +191,7 @@ def _term(words: list[str]) -> Term:
             grams = cjk_bigrams(run)
             # One character: the bigrams that start with it (FTS5 prefix query).
             pieces.append(_quote(run) + "*" if len(run) == 1 else _quote(" ".join(grams)))
+            phrases.append(tuple(grams))
             parts.extend(grams)
         parts.extend(rest)
         if len(rest) == 1 and _CAMEL.fullmatch(rest[0]):
@@ -190,7 +199,9 @@ def _term(words: list[str]) -> Term:
     if plain:
         pieces.insert(0, _quote(" ".join(plain)))
     expr = pieces[0] if len(pieces) == 1 else "(" + " AND ".join(pieces) + ")"
-    return Term(text, expr, tuple(dict.fromkeys(p for p in parts if p)))
+    return Term(
+        text, expr, tuple(dict.fromkeys(p for p in parts if p)), tuple(plain), tuple(phrases)
+    )
 
 
 def query_terms(query: str) -> list[Term]:

@@ -19,7 +19,7 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..search import filters
-    from ..store.fts import DocumentHit
+    from ..store.ranking import DocumentHit
     from ..store.reader import Reader
     from ..store.store import Store
 
@@ -288,7 +288,7 @@ def hybrid_ranking(
     if dense is None:
         return None
     from ..search.fusion import reciprocal_rank_fusion
-    from ..store.fts import DocumentHit
+    from ..store.ranking import DocumentHit
 
     if lexical is None:
         lexical = lexical_ranking(ctx, query, limit=depth, node=node)

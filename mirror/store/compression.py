@@ -50,4 +50,16 @@ def inflate(value: str | bytes | None) -> str | None:
 def register(conn: sqlite3.Connection) -> None:
     """Make `dk_inflate(value)` available to SQL on the sqlite3 connection `conn`."""
     # deterministic: SQLite may then use it in views, indexes and triggers' WHEN clauses.
-    conn.create_function(INFLATE_SQL, 1, inflate, deterministic=True)
+    try:
+        conn.create_function(INFLATE_SQL, 1, inflate, deterministic=True)
+    except sqlite3.OperationalError:
+        # Registered already (every connection of the project registers it when it opens),
+        # and SQLite refuses to redefine a function while a virtual table on the connection
+        # holds prepared statements (FTS5's, in migration 0013's downgrade).
+        if (
+            conn.execute(
+                f"SELECT 1 FROM pragma_function_list WHERE name = '{INFLATE_SQL}'"
+            ).fetchone()
+            is None
+        ):
+            raise

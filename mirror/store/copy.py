@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 # Rows read and inserted per round trip.
 COPY_BATCH = 500
-# Derived from other tables and rebuilt by the destination itself: the search index (its
-# shape is the database's own), and the counts SQLite's triggers keep as rows arrive.
-DERIVED = frozenset({"search_docs", "document_counts"})
+# Derived from other tables and rebuilt by the destination itself: the search index and
+# SQLite's log of its changes (their shape is the database's own), and the counts SQLite's
+# triggers keep as rows arrive.
+DERIVED = frozenset({"search_docs", "search_changes", "document_counts"})
 # Pacing state of the processes on the source store; the destination's processes start theirs.
 LOCAL = frozenset({"quota_buckets"})
 
@@ -55,8 +56,10 @@ def copy_rows(source: Store, dest: Store, progress: Progress | None = None) -> d
         for table in tables:
             counts[table.name] = _copy_table(src, dst, table, progress)
         _advance_sequences(dst, tables)
-        if index.available(dst):
-            index.rebuild(dst)
+        # PostgreSQL's index is written in this transaction; SQLite's triggers logged every
+        # page copied, and its tantivy index follows that log (the first search syncs it).
+        if dst.dialect.name == "postgresql" and index.available(dst):
+            index.rebuild(dst, None)
     return counts
 
 

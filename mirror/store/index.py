@@ -1,31 +1,29 @@
-"""The local search index (SQLite FTS5), kept in step with `documents`; search through Core.
+"""The local search index, kept in step with `documents`; search through Core.
 
-`reindex` runs inside the writer's transaction, so documents and their index commit or roll
-back together; the triggers on `documents` (schema_index.py) remove a document's old index
-entry whenever its text changes or it is deleted. Ranking lives in fts.py (plain sqlite3,
-shared with the cold-start Reader); this module adds what needs SQLAlchemy: writes, checks,
+On SQLite the index is a tantivy index beside the store (text_index.py), kept in step by the
+store's change log (schema_index.py) and ranked by text_search.py (plain sqlite3, shared with
+the cold-start Reader); a bulk write stages its pages into it as it goes (`reindex` with a
+session). On PostgreSQL it is tsvector columns written in the writer's transaction
+(pg_index.py, pg_search.py). This module adds what needs SQLAlchemy: the entry points, checks,
 rebuilds, and `where` filters built as Core SQL.
 """
 
 from __future__ import annotations
 
-import functools
-import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Connection, Float, Integer, column, select, text
+from sqlalchemy import ColumnElement, Connection, select, text
 
 from ..models import Document, content_sha256
-from ..search import lexical
-from ..search.chunking import headings
-from . import fts, sql
-from .compression import inflate
-from .fts import RANK, DocumentHit, LocalHit
+from . import sql
+from .ranking import DocumentHit, LocalHit
 from .schema import documents
-from .schema_index import search_docs
-from .sql import FTS_TABLE, HEAD_TABLE
+from .text_index import Entry, entry_of
+
+if TYPE_CHECKING:
+    from .text_index import Session, TextIndex
 
 __all__ = [
     "DocumentHit",
@@ -39,67 +37,10 @@ __all__ = [
     "search",
 ]
 
-_BATCH = fts.BATCH
+_BATCH = 500
 _STORED = "SELECT name, title, description, content_sha256 FROM documents WHERE name IN ({marks})"
-_FILTERED = select(search_docs.c.id, search_docs.c.name).join(
-    documents, documents.c.name == search_docs.c.name
-)
-_COLUMNS = "title, description, headings, body, side"
-_HEAD = "title, description, headings"
-# Old entries of these names, removed with exactly the values FTS5 indexed (the view reads
-# them from the same rows they were indexed from: only changed text is re-indexed).
-_FORGET = (
-    f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, {_COLUMNS}) "
-    f"SELECT 'delete', id, {_COLUMNS} FROM search_content WHERE id IN "
-    "(SELECT id FROM search_docs WHERE name IN ({marks}))"
-)
-_FORGET_HEAD = (
-    f"INSERT INTO {HEAD_TABLE} ({HEAD_TABLE}, rowid, {_HEAD}) "
-    f"SELECT 'delete', id, {_HEAD} FROM search_content WHERE id IN "
-    "(SELECT id FROM search_docs WHERE name IN ({marks}))"
-)
-_DROP = "DELETE FROM search_docs WHERE name IN ({marks})"
-_INSERT_DOC = "INSERT INTO search_docs (name, headings, side) VALUES (?, ?, ?)"
-# New entries get their ids here, so the FTS rows are written straight from the values in
-# hand: reading them back through the view (a join, and every page's text again) cost more.
-_INSERT_DOC_AT = "INSERT INTO search_docs (id, name, headings, side) VALUES "
-# AUTOINCREMENT never reuses an id: the next is past both the largest id ever handed out
-# (sqlite_sequence) and the largest present. The writer holds the write lock (BEGIN IMMEDIATE).
-_NEXT_ID = (
-    "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'search_docs'), 0), "
-    "coalesce((SELECT max(id) FROM search_docs), 0)) + 1"
-)
-_INSERT_FTS = f"INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) VALUES "
-_INSERT_HEAD = f"INSERT INTO {HEAD_TABLE} (rowid, {_HEAD}) VALUES "
-# Rows per INSERT statement: one statement runs in one call that releases the GIL throughout,
-# where executemany takes the GIL back after every row (and waits for it while the preparing
-# thread runs). 100 rows of 6 values stay under any SQLite's limit of 999 variables.
-_ROWS_PER_INSERT = 100
-
-
-@functools.lru_cache(maxsize=64)
-def _values(width: int, rows: int) -> str:
-    one = "(" + ", ".join("?" * width) + ")"
-    return ", ".join([one] * rows)
-
-
-def _insert_rows(cursor: Any, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    """INSERT `rows` (tuples of one width) with as few statements as the variable limit lets."""
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        part = rows[start : start + _ROWS_PER_INSERT]
-        cursor.execute(insert + _values(len(part[0]), len(part)), [v for row in part for v in row])
-
-
-class Entry(NamedTuple):
-    """What the index holds for one document: exactly the values the view `search_content`
-    reads back for it (FTS5 removes an entry only when given the values it indexed)."""
-
-    name: str
-    title: str | None
-    description: str | None
-    headings: str
-    body: str
-    side: str
+_PASSING = select(documents.c.name).where(documents.c.content.is_not(None))
+_HELD = "SELECT count(*) FROM documents WHERE content IS NOT NULL AND name IN ({marks})"
 
 
 def _postgresql(conn: Connection) -> bool:
@@ -109,8 +50,8 @@ def _postgresql(conn: Connection) -> bool:
 
 
 def available(conn: Connection) -> bool:
-    """Whether this database has a search index: SQLite with FTS5 (migration 0007), or
-    PostgreSQL with the tsvector columns (migration 0011)."""
+    """Whether this database has a search index: SQLite with the change log the tantivy index
+    follows (migration 0013), or PostgreSQL with the tsvector columns (migration 0011)."""
     if _postgresql(conn):
         from .schema_pg_index import WORDS
 
@@ -118,7 +59,7 @@ def available(conn: Connection) -> bool:
         return found.first() is not None
     if conn.dialect.name != "sqlite":
         return False
-    return conn.execute(text(sql.HAS_TABLE), {"name": FTS_TABLE}).first() is not None
+    return conn.execute(text(sql.HAS_TABLE), {"name": sql.CHANGE_LOG}).first() is not None
 
 
 def _raw(conn: Connection) -> Any:
@@ -184,17 +125,9 @@ def entries_ahead(
     return entries(_differing(docs, stored, hashes))
 
 
-def index_row(doc: Document) -> tuple[str, str, str]:
-    """The search_docs row of a document with content: name, heading lines, side column."""
-    content = doc.content or ""
-    lines = headings(content)
-    return doc.name, lines, lexical.side_text(doc.title, content)
-
-
 def entry(doc: Document) -> Entry:
-    """The index entry of a document with content (pure: may run ahead, in another thread)."""
-    name, lines, side = index_row(doc)
-    return Entry(name, doc.title, doc.description, lines, doc.content or "", side)
+    """The index entry of a document with content."""
+    return entry_of(doc.name, doc.title, doc.description, doc.content or "")
 
 
 def entries(docs: Iterable[Document]) -> dict[str, Entry]:
@@ -202,57 +135,32 @@ def entries(docs: Iterable[Document]) -> dict[str, Entry]:
     return {doc.name: entry(doc) for doc in docs if doc.content}
 
 
-def _write(raw: Any, rows: Sequence[Entry]) -> None:
-    """Index these entries (their documents are already written)."""
-    cursor = raw.cursor()
-    try:
-        names = [row.name for row in rows]
-        for start in range(0, len(names), _BATCH):
-            batch = names[start : start + _BATCH]
-            marks = ", ".join("?" * len(batch))
-            # Normally gone already (the triggers ran when the text changed); a document put
-            # again unchanged through apply_changes still has its entry.
-            cursor.execute(_FORGET.format(marks=marks), batch)
-            cursor.execute(_FORGET_HEAD.format(marks=marks), batch)
-            cursor.execute(_DROP.format(marks=marks), batch)
-        first = cursor.execute(_NEXT_ID).fetchone()[0]
-        ids = [(first + i, row) for i, row in enumerate(rows)]
-        _insert_rows(cursor, _INSERT_DOC_AT, [(i, r.name, r.headings, r.side) for i, r in ids])
-        _insert_rows(
-            cursor,
-            _INSERT_FTS,
-            [(i, r.title, r.description, r.headings, r.body, r.side) for i, r in ids],
-        )
-        _insert_rows(
-            cursor, _INSERT_HEAD, [(i, r.title, r.description, r.headings) for i, r in ids]
-        )
-    finally:
-        cursor.close()
-
-
 def reindex(
-    conn: Connection, docs: Iterable[Document], prepared: Mapping[str, Entry] | None = None
+    conn: Connection,
+    docs: Iterable[Document],
+    prepared: Mapping[str, Entry] | None = None,
+    session: Session | None = None,
 ) -> int:
     """Index `docs` that have content (inside the caller's transaction, after their rows are
-    written); returns how many. `prepared`: entries already derived (`entries`), by name."""
+    written); returns how many. `prepared`: entries already derived (`entries`), by name.
+
+    On SQLite the change log holds them already, and the tantivy index follows it after the
+    commit; a bulk write's `session` stages them now instead, so indexing runs beside the
+    writes (tantivy indexes on threads of its own)."""
     docs = list({doc.name: doc for doc in docs}.values())  # the last copy of a name wins
     if _postgresql(conn):
         from . import pg_index
 
         return pg_index.reindex(conn, docs)
-    if conn.dialect.name != "sqlite":
-        return 0  # no search index on this database
-    ready = prepared or {}
-    # Metadata only: nothing to search. A prepared entry is used only if it is of this very
-    # copy (a name may come twice in a stream).
-    rows = [
-        ready[doc.name] if _same(ready.get(doc.name), doc) else entry(doc)
-        for doc in docs
-        if doc.content
-    ]
-    if rows:
-        _write(_raw(conn), rows)
-    return len(rows)
+    with_content = [doc for doc in docs if doc.content]
+    if session is not None:
+        ready = prepared or {}
+        # A prepared entry is used only if it is of this very copy (a name may come twice).
+        session.stage(
+            (ready[d.name] if _same(ready.get(d.name), d) else entry(d) for d in with_content),
+            gone=[doc.name for doc in docs if not doc.content],
+        )
+    return len(with_content)
 
 
 def _same(prepared: Entry | None, doc: Document) -> bool:
@@ -271,7 +179,7 @@ class IndexState:
     documents: int  # documents with content
     indexed: int  # of those, with an index entry
     orphans: int  # index entries whose document is gone (or has no content)
-    consistent: bool  # FTS5's own integrity check against the stored text
+    consistent: bool  # the index holds every change the store logged (SQLite), or agrees (PG)
 
     @property
     def stale(self) -> bool:
@@ -279,100 +187,57 @@ class IndexState:
         return self.indexed != self.documents or self.orphans > 0 or not self.consistent
 
 
-def check(conn: Connection) -> IndexState:
-    """Compare the index with the documents (FTS5's integrity-check reads every row)."""
+def check(conn: Connection, index: TextIndex | None) -> IndexState:
+    """Compare the index with the documents (SQLite: after indexing the changes it has not
+    applied yet, which is no damage; then every entry's name is looked up)."""
     if _postgresql(conn):
         from . import pg_index
 
         return IndexState(*pg_index.counts(conn), pg_index.consistent(conn))
+    assert index is not None
     raw = _raw(conn)
     docs = raw.execute("SELECT count(*) FROM documents WHERE content IS NOT NULL").fetchone()[0]
-    indexed = raw.execute(
-        "SELECT count(*) FROM search_docs AS s JOIN documents AS d ON d.name = s.name "
-        "WHERE d.content IS NOT NULL"
-    ).fetchone()[0]
-    total = raw.execute(f"SELECT count(*) FROM {FTS_TABLE}_docsize").fetchone()[0]
-    try:
-        for table in (FTS_TABLE, HEAD_TABLE):
-            raw.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
-        consistent = True
-    except sqlite3.DatabaseError:  # SQLITE_CORRUPT_VTAB: the index disagrees with the text
-        consistent = False
-    return IndexState(docs, indexed, total - indexed, consistent)
+    index.sync(raw)
+    lag = index.lag(raw)
+    if lag is None:  # no index, or one that must be rebuilt
+        return IndexState(docs, 0, 0, False)
+    indexed = orphans = 0
+    for names in index.entry_names(raw):
+        marks = ", ".join("?" * len(names))
+        found = raw.execute(_HELD.format(marks=marks), names).fetchone()[0]
+        indexed += found
+        orphans += len(names) - found
+    return IndexState(docs, indexed, orphans, lag == 0)
 
 
-def _stored(raw: Any) -> Iterator[list[Document]]:
-    after = ""
-    while True:
-        rows = raw.execute(
-            "SELECT name, title, content FROM documents WHERE name > ? AND content IS NOT NULL "
-            "ORDER BY name LIMIT ?",
-            (after, _BATCH),
-        ).fetchall()
-        if not rows:
-            return
-        yield [Document(name=n, title=t, content=inflate(c)) for n, t, c in rows]
-        after = rows[-1][0]
-
-
-def rebuild(conn: Connection) -> int:
-    """Rebuild the whole index from the stored documents (inside the caller's transaction);
-    returns how many documents it holds."""
+def rebuild(conn: Connection, index: TextIndex | None) -> int:
+    """Rebuild the whole index from the stored documents (PostgreSQL: inside the caller's
+    transaction; SQLite: from its snapshot); returns how many documents it holds."""
     if _postgresql(conn):
         from . import pg_index
 
         return pg_index.rebuild(conn)
-    raw = _raw(conn)
-    for table in (FTS_TABLE, HEAD_TABLE):
-        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
-    raw.execute("DELETE FROM search_docs")
-    count = 0
-    for batch in _stored(raw):
-        rows = [index_row(doc) for doc in batch]
-        raw.executemany(_INSERT_DOC, rows)
-        count += len(rows)
-    for table in (FTS_TABLE, HEAD_TABLE):
-        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
-        raw.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-    return count
-
-
-def _all_filtered(
-    conn: Connection, match: str, need: int, where: ColumnElement[bool]
-) -> list[fts.RankedRow]:
-    """The best `need` matches that pass `where`, ranked in one SQL statement."""
-    hits = (
-        text(f"SELECT rowid AS id, {RANK} AS r FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :match")
-        .columns(column("id", Integer), column("r", Float))
-        .subquery("hits")
-    )
-    s = search_docs.c
-    query = (
-        select(hits.c.id, hits.c.r, s.name)
-        .join_from(hits, search_docs, s.id == hits.c.id)
-        .join(documents, documents.c.name == s.name)
-        .where(where)
-        .order_by(hits.c.r, s.name)
-        .limit(need)
-    )
-    return [(row[0], row[1], row[2]) for row in conn.execute(query, {"match": match})]
+    assert index is not None
+    return index.rebuild(_raw(conn))
 
 
 class _CoreFilter:
-    """A `where` clause run through SQLAlchemy, for fts.search (see fts.Filtered)."""
+    """A `where` clause run through SQLAlchemy, for text_search (see text_search.Filtered)."""
 
     def __init__(self, conn: Connection, where: ColumnElement[bool]) -> None:
         self.conn = conn
         self.where = where
 
-    def rows(self, ids: Sequence[int]) -> Iterable[fts.DocRow]:
-        """The indexed documents among `ids` that pass the filter."""
-        query = _FILTERED.where(self.where, search_docs.c.id.in_(ids))
-        return [(row[0], row[1]) for row in self.conn.execute(query)]
+    def passing(self, names: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(names), _BATCH):
+            batch = list(names[start : start + _BATCH])
+            query = _PASSING.where(self.where, documents.c.name.in_(batch))
+            found.update(self.conn.execute(query).scalars())
+        return found
 
-    def best(self, match: str, need: int) -> Iterable[fts.RankedRow]:
-        """The best `need` matches that pass the filter, ranked in one SQL statement."""
-        return _all_filtered(self.conn, match, need, self.where)
+    def every(self) -> list[str]:
+        return list(self.conn.execute(_PASSING.where(self.where)).scalars())
 
 
 def search(
@@ -382,23 +247,35 @@ def search(
     limit: int,
     offset: int = 0,
     where: ColumnElement[bool] | None = None,
+    index: TextIndex | None = None,
 ) -> list[LocalHit]:
-    """The best chunks for `query`, grouped by document (fts.search on this connection)."""
+    """The best chunks for `query`, grouped by document."""
     if _postgresql(conn):
         from . import pg_search
 
         return pg_search.search(conn, query, limit=limit, offset=offset, where=where)
+    from . import text_search
+
+    assert index is not None
     clause = _CoreFilter(conn, where) if where is not None else None
-    return fts.search(_raw(conn), query, limit=limit, offset=offset, where=clause)
+    return text_search.search(_raw(conn), index, query, limit=limit, offset=offset, where=clause)
 
 
 def rank_documents(
-    conn: Connection, query: str, *, limit: int, where: ColumnElement[bool] | None = None
+    conn: Connection,
+    query: str,
+    *,
+    limit: int,
+    where: ColumnElement[bool] | None = None,
+    index: TextIndex | None = None,
 ) -> list[DocumentHit]:
-    """The lexical ranking of documents for `query` (fts.rank_documents on this connection)."""
+    """The lexical ranking of documents for `query`."""
     if _postgresql(conn):
         from . import pg_search
 
         return pg_search.rank_documents(conn, query, limit=limit, where=where)
+    from . import text_search
+
+    assert index is not None
     clause = _CoreFilter(conn, where) if where is not None else None
-    return fts.rank_documents(_raw(conn), query, limit=limit, where=clause)
+    return text_search.rank_documents(_raw(conn), index, query, limit=limit, where=clause)

@@ -1,5 +1,5 @@
 """Local search on PostgreSQL: documents ranked by ts_rank over the tsvectors of search_docs,
-then each document's best chunks, in the same shape and order rules as SQLite's fts.py.
+then each document's best chunks, in the same shape and order rules as SQLite's text_search.py.
 
 The query is planned once for both backends by mirror.search.lexical (its terms, identifiers
 searched whole then by their parts, CJK bigrams, pages with every term first, topped up with
@@ -37,8 +37,8 @@ from sqlalchemy import (
 
 from ..search import lexical
 from ..search.tsquery import normalized, to_tsquery
-from .fts import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit, grouped
 from .pg_index import CONFIG
+from .ranking import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit, grouped
 from .schema import documents
 from .schema_index import search_docs
 from .schema_pg_index import HEAD_WORDS, WORDS
@@ -52,7 +52,7 @@ WEIGHTS = "{0.125, 0.25, 0.375, 1.0}"
 # 0.95 / 0.88 dividing by 1 + log(length) (flag 1); 0.37 / 0.69 / 0.51 by length (flag 2);
 # ts_rank_cd (cover density) at best 0.73 / 0.95 / 0.81.
 NORMALIZATION = 32
-# Matches of at least this many pages are ranked in head_words first (as fts.COMMON), lower
+# Matches of at least this many pages are ranked in head_words first (FTS5 did the same on SQLite before tantivy), lower
 # than SQLite's 2,000: ts_rank reads each matching page's whole tsvector from its TOAST
 # table, where bm25 reads a doclist. With 500 the relevance suite is unchanged (tested with 20).
 COMMON = 500
@@ -105,9 +105,9 @@ def _page(
     query = to_tsquery(match)
     if not query:
         return []
-    # The common-match plan of fts._page: a common word's pages are many, ranking each costs
+    # A common match's plan: a common word's pages are many, ranking each costs
     # a read of its tsvector; the pages naming it in title, headings or description come
-    # first anyway (their weights are highest). Not for "any of" matches (see fts._page).
+    # first anyway (their weights are highest). Not for "any of" matches (a page whose title holds one of a long question's words is rarely its answer).
     tiered = where is None and " OR " not in match
     if tiered and conn.execute(_COUNT, {"q": query, "n": COMMON}).scalar_one() >= COMMON:
         rows = conn.execute(_RANKED[HEAD_WORDS].limit(need), {"q": query}).all()
@@ -127,7 +127,7 @@ def rank_documents(
     conn: Connection, query: str, *, limit: int, where: ColumnElement[bool] | None = None
 ) -> list[DocumentHit]:
     """The lexical ranking on PostgreSQL: the best `limit` documents, best first, planned as
-    fts.rank_documents plans it (every term, then any term or part; long queries any term
+    text_search.rank_documents plans it (every term, then any term or part; long queries any term
     from the start; a word that matches nothing corrected from the index's vocabulary)."""
     terms = lexical.query_terms(query)
     if not terms or limit <= 0:
@@ -216,7 +216,7 @@ def _stem(conn: Connection, word: str) -> str:
 def _correct(conn: Connection, terms: list[lexical.Term]) -> list[lexical.Term]:
     """The terms with each word that matches no page replaced by the closest stem of the
     index's vocabulary (1 edit apart, 2 for long stems; the most frequent wins), as
-    fts._correct does on SQLite."""
+    text_search._correct does on SQLite."""
     words = [w for w in lexical.words_of(terms) if len(w) >= 4 and w.isalpha() and w.isascii()]
     if not words:
         return terms

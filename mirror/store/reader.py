@@ -2,7 +2,7 @@
 
 Importing SQLAlchemy costs more than a whole cached `dk-mirror get --offline` should take, so
 a one-thread command that only reads opens this instead of the full Store. It runs the same
-SQL text (sql.py) and the same ranking (fts.py) as the Store, so results are identical
+SQL text (sql.py) and the same ranking (text_search.py) as the Store, so results are identical
 (tests/test_cold_start.py). It opens only a store that is already there, at this version's
 schema revision; anything else (a new or old store, another database, a bad path) returns
 None from `open`, and the caller takes the normal path with its migrations and messages.
@@ -38,10 +38,11 @@ if TYPE_CHECKING:
     from ..search.filters import Node
     from ..semantic.model import ModelInfo
     from .buckets import Buckets
-    from .fts import DocumentHit, LocalHit
     from .index import IndexState
+    from .ranking import DocumentHit, LocalHit
     from .recorded import RecordedAnswer, RecordedPage
     from .store import Store
+    from .text_index import TextIndex
     from .vectors import Progress, SemanticFacts
 
 _PREFIX = "sqlite:///"
@@ -79,6 +80,7 @@ class Reader:
         self._readonly = readonly  # the full Store, when needed, opens the same way
         self._full: Store | None = None
         self._has_index: bool | None = None
+        self._text_index: TextIndex | None = None
 
     @classmethod
     def open(
@@ -169,7 +171,7 @@ class Reader:
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (the index table exists)."""
         if self._has_index is None:
-            found = self._conn.execute(sql.HAS_TABLE, {"name": sql.FTS_TABLE}).fetchone()
+            found = self._conn.execute(sql.HAS_TABLE, {"name": sql.CHANGE_LOG}).fetchone()
             self._has_index = found is not None
         return self._has_index
 
@@ -185,11 +187,11 @@ class Reader:
             return self.full().search_local(query, limit=limit, offset=offset, where=where)
         if not self.has_search_index():
             return []
-        from . import fts
+        from . import text_search
 
         self._conn.execute("BEGIN")  # one snapshot for the ranking and text lookups
         try:
-            return fts.search(self._conn, query, limit=limit, offset=offset)
+            return text_search.search(self._conn, self._text(), query, limit=limit, offset=offset)
         finally:
             self._conn.execute("COMMIT")
 
@@ -201,13 +203,21 @@ class Reader:
             return self.full().rank_documents(query, limit=limit, where=where)
         if not self.has_search_index():
             return []
-        from . import fts
+        from . import text_search
 
         self._conn.execute("BEGIN")
         try:
-            return fts.rank_documents(self._conn, query, limit=limit)
+            return text_search.rank_documents(self._conn, self._text(), query, limit=limit)
         finally:
             self._conn.execute("COMMIT")
+
+    def _text(self) -> TextIndex:
+        # The store's tantivy index (synced by the search itself: it only reads the store).
+        if self._text_index is None:
+            from .text_index import TextIndex, folder_for
+
+            self._text_index = TextIndex(folder_for(sqlite_path(self.url)))
+        return self._text_index
 
     def check_index(self) -> IndexState:
         """How the search index compares with the documents (through the full Store)."""

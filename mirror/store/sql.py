@@ -13,7 +13,7 @@ from typing import Any
 from ..models import Stats, Summary
 
 # The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
-SCHEMA_REVISION = "0012"
+SCHEMA_REVISION = "0013"
 
 REVISION = "SELECT version_num FROM alembic_version"
 JOURNAL_MODE = "PRAGMA journal_mode"
@@ -119,10 +119,8 @@ def stats(by_source: Sequence[Sequence[Any]], fetched: Sequence[Any]) -> Stats:
     )
 
 
-FTS_TABLE = "doc_fts"
-FTS_VOCAB = "doc_fts_vocab"
-# Title, description and heading lines only: the first tier for common words (fts.py).
-HEAD_TABLE = "head_fts"
+# The log of changed pages the tantivy index follows on SQLite (schema_index.py).
+CHANGE_LOG = "search_changes"
 HAS_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"
 PG_HAS_COLUMN = (
     "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "

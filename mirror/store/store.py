@@ -34,6 +34,7 @@ from .generation import GenerationProbe, probe_for
 from .prepared import PREPARED_AHEAD, PUT_BATCH, PUT_BATCH_CHARS, Prepared, prepare
 from .prepared import batches as in_batches
 from .rows import cached_document, upsert
+from .searching import Searching
 
 if TYPE_CHECKING:
     from ..search.filters import Node
@@ -41,9 +42,9 @@ if TYPE_CHECKING:
     from ..semantic.model import ModelInfo
     from .buckets import Buckets
     from .crawls import Crawls
-    from .fts import DocumentHit, LocalHit
-    from .index import IndexState
+    from .indexer import Indexer
     from .recordings import Recordings
+    from .text_index import Session, TextIndex
     from .vectors import Progress, SemanticFacts
 from .schema import SCHEMA_REVISION, documents
 
@@ -57,7 +58,7 @@ _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expa
 POOL_RESERVE = 2
 
 
-class Store:
+class Store(Searching):
     """Documents keyed by resource name, in one database."""
 
     def __init__(self, engine: Engine, *, keep_versions: int = DEFAULT_KEEP_VERSIONS) -> None:
@@ -91,6 +92,12 @@ class Store:
         self._probe: GenerationProbe | None = None
         self._probe_lock = threading.Lock()
         self._probe_opened = False
+        # SQLite's search index (a tantivy folder beside the file) and the thread that
+        # indexes each commit's changes: both opened on first need.
+        self._text: TextIndex | None = None
+        self._indexer: Indexer | None = None
+        self._text_lock = threading.Lock()
+        self._watch_commits(engine)
 
     @classmethod
     def open(
@@ -147,7 +154,10 @@ class Store:
             writer.dispose()
 
     def close(self) -> None:
-        """Close the idle read connections and every pooled connection."""
+        """Close the idle read connections and every pooled connection (after indexing the
+        last commits' changes)."""
+        if self._indexer is not None:
+            self._indexer.close()
         self._close_idle()
         with self._probe_lock:
             if self._probe is not None:
@@ -184,6 +194,7 @@ class Store:
         )
         for held in ("recordings", "buckets", "crawls"):  # they hold the old engine
             self.__dict__.pop(held, None)
+        self._watch_commits(self.engine)
         old.dispose()
 
     def _close_idle(self) -> None:
@@ -283,6 +294,7 @@ class Store:
         total = 0
         batches = self._prepared(docs, fetched_at, upstream)
         with (
+            self._index_session() as session,
             self._writer() as conn,
             engines.bulk_write(conn),
             conn.begin(),
@@ -291,9 +303,11 @@ class Store:
             ) as ready,
         ):
             for batch in ready:
-                changed.add(self._write_prepared(conn, batch))
+                changed.add(self._write_prepared(conn, batch, session))
                 seen.update(d.name for d in batch.docs)
                 total += len(batch.docs)
+            if session is not None:
+                session.finish(conn.connection.driver_connection)
         self._refresh_vectors(changed.names)
         return PutReport(documents=len(seen), duplicates=total - len(seen))
 
@@ -323,7 +337,9 @@ class Store:
         """Upsert `docs` and reindex those that changed; returns the changed names."""
         return self._write_prepared(conn, prepare(docs, fetched_at, upstream))
 
-    def _write_prepared(self, conn: Connection, batch: Prepared) -> list[str]:
+    def _write_prepared(
+        self, conn: Connection, batch: Prepared, session: Session | None = None
+    ) -> list[str]:
         # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
         # and cold `dk-mirror get --offline` pays for every import.
         from . import index, vectors, versions
@@ -336,7 +352,7 @@ class Store:
             conn, docs, batch.fetched_at, batch.upstream, self.keep_versions, batch.hashes
         )
         conn.execute(self._upsert, batch.rows)
-        index.reindex(conn, changed, batch.entries)
+        index.reindex(conn, changed, batch.entries, session)
         names = [doc.name for doc in changed]
         vectors.forget(conn, names)
         return names
@@ -371,81 +387,6 @@ class Store:
 
         clause = to_sql(where, documents) if where is not None else None
         return vectors.dense(self, query, limit, clause)
-
-    def search_local(
-        self, query: str, *, limit: int = 5, offset: int = 0, where: Node | None = None
-    ) -> list[LocalHit]:
-        """Best-matching chunks in the local index (`where`: a parsed upstream filter)."""
-        if not self.has_search_index():
-            return []
-        from . import index
-        from .filter_sql import to_sql
-
-        clause = to_sql(where, documents) if where is not None else None
-        # One snapshot for the ranking and text lookups; a checkout is cheap next to a search.
-        with self.engine.connect() as conn, conn.begin():
-            return index.search(conn, query, limit=limit, offset=offset, where=clause)
-
-    def headlines(self, query: str, shown: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
-        """The snippets of texts `shown` for `query` by the database's own machinery, in one
-        statement (ts_headline on PostgreSQL); None on SQLite, where the caller cuts them itself
-        (mirror.service.search.snippets: best_window)."""
-        if self.engine.dialect.name != "postgresql":
-            return None
-        from . import pg_headline
-
-        with self.engine.connect() as conn:
-            return pg_headline.headlines(conn, query, shown)
-
-    def rank_documents(
-        self, query: str, *, limit: int = 10, where: Node | None = None
-    ) -> list[DocumentHit]:
-        """The lexical ranking: the best `limit` documents for `query`, best first."""
-        if not self.has_search_index():
-            return []
-        from . import index
-        from .filter_sql import to_sql
-
-        clause = to_sql(where, documents) if where is not None else None
-        with self.engine.connect() as conn, conn.begin():
-            return index.rank_documents(conn, query, limit=limit, where=clause)
-
-    def check_index(self) -> IndexState:
-        """How the search index compares with the documents (in one write transaction: FTS5's
-        integrity check is a command written as an INSERT)."""
-        self._need_index()
-        from . import index
-
-        with self._writer() as conn, conn.begin():
-            return index.check(conn)
-
-    def rebuild_index(self) -> int:
-        """Rebuild the search index from the documents, in one transaction; returns how many
-        documents it holds."""
-        self._need_index()
-        from . import index
-
-        with self._writer() as conn, conn.begin():
-            return index.rebuild(conn)
-
-    def _need_index(self) -> None:
-        if not self.has_search_index():
-            raise StoreError(
-                f"{self.where} has no local search index (SQLite's FTS5, or PostgreSQL's "
-                "tsvector columns from schema revision 0011)",
-                hint="run `dk-mirror db upgrade`; local search needs SQLite or PostgreSQL",
-            )
-
-    def has_search_index(self) -> bool:
-        """Whether local full-text search is available (SQLite's FTS5 or PostgreSQL's
-        tsvector index built)."""
-        found: bool | None = getattr(self, "_has_index", None)
-        if found is None:
-            with self.engine.connect() as conn:
-                from . import index
-
-                found = self._has_index = index.available(conn)
-        return found
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None, *, content_only: bool = False

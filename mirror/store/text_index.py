@@ -1,0 +1,507 @@
+"""The lexical search index of an SQLite store: a tantivy index in a folder beside the file.
+
+Why tantivy and not SQLite's FTS5, which this replaced (migration 0013): FTS5 scores every
+page that matches a query, so a common word cost a BM25 call per matching page (1 s at p50
+at 1M pages), and its index writes were two thirds of an import's writer time (580 pages/s at
+1M). Tantivy keeps per-block maximum scores and skips blocks that cannot reach the top
+results (block-max WAND), and indexes on threads of its own, outside the GIL.
+
+The store stays the source of truth; the folder holds nothing that cannot be rebuilt from it:
+
+- Triggers on `documents` (schema_index.py) append the name of every page written with
+  content, changed or deleted to `search_changes`, in the writing transaction, with an
+  AUTOINCREMENT id (never reused; its high-water mark stays in sqlite_sequence).
+- The folder's `state.json` records the last id the index holds (`seq`) and the analyzer's
+  version. An index behind the store is stale: `sync` reads each changed page back, removes
+  its entry and adds the current one, commits tantivy, then writes the new `seq`. A crash
+  between the two commits leaves `seq` behind, so the same changes are applied again (each is
+  idempotent). An index ahead of the store (a store copied back from an older file), of
+  another version, or missing changes that were pruned before it applied them, is rebuilt.
+- Every search syncs first, inside its read snapshot, so it sees every commit before it; a
+  search that finds another process indexing for SEARCH_WAIT seconds (an import holds the
+  index until it commits) searches the index as it is, and its results go through the store
+  all the same (never a page the store does not hold).
+- Each commit also wakes a thread that syncs in the background (indexer.py) and prunes the log
+  of what the index holds.
+- One process indexes at a time: a lock file in the folder (folder_lock.py), plus a thread
+  lock.
+
+A store on a read-only volume gets its index in the user cache folder instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from ..config import ENV_HOME
+from ..search import lexical
+from ..search.chunking import headings
+from .compression import inflate
+from .folder_lock import FolderLock
+
+log = logging.getLogger("mirror.store")
+
+# Bump when the fields or the analyzer change: an index of another version is rebuilt.
+VERSION = 1
+FIELDS = ("title", "description", "headings", "body", "side")
+ANALYZER = "dk_text"
+# Memory for tantivy's indexing buffers, split between its threads (at least 15 MB each):
+# larger buffers write fewer, larger segments; this keeps an import's peak RSS bounded.
+WRITER_HEAP = 32 << 20
+# A bulk write commits the index every this many pages (Session._commit_part says why).
+COMMIT_EVERY = 5_000
+WRITER_THREADS = 2
+STATE = "state.json"
+# How long a search waits for another thread or process indexing (usually the changes it is
+# about to need) before it searches the index as it is (an import in another process holds
+# the index until it commits).
+SEARCH_WAIT = 10.0
+LOCK = "index.lock"
+# Changed pages read back from the store per statement while syncing.
+_BATCH = 500
+_SEQ = "SELECT seq FROM sqlite_sequence WHERE name = 'search_changes'"
+_FIRST_CHANGE = "SELECT min(id) FROM search_changes"
+_CHANGES = "SELECT id, name FROM search_changes WHERE id > ? AND id <= ? ORDER BY id LIMIT ?"
+_DOCS = "SELECT name, title, description, content FROM documents WHERE name IN ({marks})"
+_ALL_DOCS = (
+    "SELECT name, title, description, content FROM documents "
+    "WHERE name > ? AND content IS NOT NULL ORDER BY name LIMIT ?"
+)
+
+
+def analyzer() -> tantivy.TextAnalyzer:
+    """Words cut at anything not a letter or digit, lower-cased, accents folded, English
+    words stemmed (Snowball): the same for pages and queries."""
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(64))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    # The resource name, whole: what a search returns and what a change deletes by.
+    builder.add_text_field("name", stored=True, tokenizer_name="raw", index_option="basic")
+    for field in FIELDS:
+        builder.add_text_field(field, tokenizer_name=ANALYZER, index_option="position")
+    return builder.build()
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What the index holds for one page (mirror.store.index derives it)."""
+
+    name: str
+    title: str | None
+    description: str | None
+    headings: str
+    body: str
+    side: str
+
+    def document(self) -> tantivy.Document:
+        return tantivy.Document(
+            name=self.name,
+            title=self.title or "",
+            description=self.description or "",
+            headings=self.headings,
+            body=self.body,
+            side=self.side,
+        )
+
+
+def entry_of(name: str, title: str | None, description: str | None, content: str) -> Entry:
+    """The index entry of a page with content (pure: may run ahead, in another thread)."""
+    side = lexical.side_text(title, content)
+    return Entry(name, title, description, headings(content), content, side)
+
+
+def folder_for(database: str | None) -> Path | None:
+    """The index folder of an SQLite file (None for an in-memory database): beside the file,
+    or, when that cannot be written (a read-only folder or mount), in the cache folder (a
+    copy of the one beside the file, if there is one; else built there from the store)."""
+    if not database or database == ":memory:" or "mode=memory" in database:
+        return None
+    path = Path(database).resolve()
+    beside = path.with_name(path.name + "-search")
+    if _writable(beside) if beside.is_dir() else _writable(path.parent):
+        return beside
+    key = hashlib.sha256(str(path).encode()).hexdigest()[:24]
+    cached = _cache_root() / "search" / key
+    if not cached.is_dir() and (beside / STATE).is_file():
+        with contextlib.suppress(OSError):
+            shutil.copytree(beside, cached, ignore=shutil.ignore_patterns(".tantivy-*", LOCK))
+    return cached
+
+
+def _writable(folder: Path) -> bool:
+    # os.access misses a read-only mount for root: try it.
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def _cache_root() -> Path:
+    home = os.environ.get(ENV_HOME)
+    if home:
+        return Path(home).expanduser() / "cache"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("dk-mirror", appauthor=False))
+
+
+class TextIndex:
+    """One store's tantivy index: opened lazily, synced with the store's change log."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self._index: tantivy.Index | None = None
+        self._analyzer = analyzer()
+        self._schema = schema()
+        self._loaded = -1  # the `seq` the open searcher reflects
+        self._thread_lock = threading.RLock()
+        self._file_lock = FolderLock(folder / LOCK) if folder is not None else None
+
+    @property
+    def schema(self) -> tantivy.Schema:
+        return self._schema
+
+    def analyze(self, text: str) -> list[str]:
+        """`text` as the index's tokens."""
+        return list(self._analyzer.analyze(text))
+
+    def _open(self) -> tantivy.Index:
+        if self._index is None:
+            if self.folder is None:
+                index = tantivy.Index(self._schema)
+            else:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                try:
+                    index = tantivy.Index(self._schema, path=str(self.folder), reuse=True)
+                except (ValueError, OSError):
+                    # Damaged (a disk that lost files) or of another schema: the folder holds
+                    # nothing the store cannot give again.
+                    log.warning("search index at %s unreadable: rebuilding it", self.folder)
+                    self._forget_state()
+                    self._clear()
+                    index = tantivy.Index(self._schema, path=str(self.folder), reuse=False)
+            index.register_tokenizer(ANALYZER, self._analyzer)
+            self._index = index
+        return self._index
+
+    def _clear(self) -> None:
+        assert self.folder is not None
+        for path in self.folder.iterdir():
+            if path.name != LOCK and path.is_file():
+                path.unlink()
+
+    # -- state --------------------------------------------------------------------------
+
+    def state(self) -> int | None:
+        """The change id the index holds up to; None when it must be rebuilt."""
+        if self.folder is None:
+            return self._memory_seq
+        try:
+            found = json.loads((self.folder / STATE).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(found, dict) or found.get("version") != VERSION:
+            return None
+        seq = found.get("seq")
+        return seq if isinstance(seq, int) else None
+
+    _memory_seq: int | None = None
+
+    def _save_state(self, seq: int) -> None:
+        if self.folder is None:
+            self._memory_seq = seq
+            return
+        # Written whole, then renamed over the old one: a crash leaves one or the other.
+        tmp = self.folder / (STATE + ".tmp")
+        with open(tmp, "w") as out:
+            json.dump({"version": VERSION, "seq": seq}, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.folder / STATE)
+
+    def _forget_state(self) -> None:
+        if self.folder is None:
+            self._memory_seq = None
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / STATE).unlink()
+
+    # -- locking ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self, *, wait: float | None = None) -> Iterator[bool]:
+        """Hold the index for writing; yields False, holding nothing, when another thread or
+        process held it for `wait` seconds (None: as long as it takes)."""
+        if not self._thread_lock.acquire(timeout=-1 if wait is None else wait):
+            yield False
+            return
+        try:
+            if self._file_lock is None:
+                yield True
+                return
+            assert self.folder is not None
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if not self._file_lock.acquire(wait):
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                self._file_lock.release()
+        finally:
+            self._thread_lock.release()
+
+    # -- reading ------------------------------------------------------------------------
+
+    def searcher(self, raw: Any, *, sync: bool = True) -> tantivy.Searcher:
+        """A searcher that reflects the store as `raw` (an sqlite3 connection in a read
+        transaction) sees it: stale changes applied first when no one else is indexing."""
+        if sync:
+            self.sync(raw, wait=SEARCH_WAIT)
+        index = self._open()
+        seq = self.state()
+        if seq != self._loaded:
+            index.reload()
+            self._loaded = seq if seq is not None else -1
+        return index.searcher()
+
+    def lag(self, raw: Any) -> int | None:
+        """How many changes the index is behind the store (None: it must be rebuilt)."""
+        seq = self.state()
+        head = store_seq(raw)
+        if seq is None or seq > head:
+            return None
+        return head - seq
+
+    def entry_names(self, raw: Any, batch: int = _BATCH) -> Iterator[list[str]]:
+        """The name of every entry the index holds, in batches (as it is: no sync)."""
+        self._open().reload()  # as it is on disk now, whoever wrote it
+        searcher = self.searcher(raw, sync=False)
+        everything = tantivy.Query.all_query()
+        for offset in range(0, searcher.num_docs, batch):
+            hits = searcher.search(everything, batch, count=False, offset=offset).hits
+            if hits:
+                yield names_of(searcher, hits)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def sync(self, raw: Any, *, wait: float | None = None) -> int:
+        """Apply the store's changes the index does not hold yet, reading the store through
+        `raw` (its snapshot decides what is applied); returns how many pages were indexed.
+        Does nothing when another thread or process has been indexing for `wait` seconds."""
+        head = store_seq(raw)
+        if self.state() == head:
+            return 0
+        with self.locked(wait=wait) as held:
+            if not held:
+                return 0
+            seq = self.state()
+            if seq == head:
+                return 0
+            first = raw.execute(_FIRST_CHANGE).fetchone()[0]
+            if seq is None or seq > head or (first or head + 1) > seq + 1:
+                return self._rebuild(raw, head)
+            writer = self._writer()
+            try:
+                count = apply_changes(writer, raw, seq, head)
+                writer.commit()
+            except BaseException:
+                writer.rollback()
+                raise
+            finally:
+                _release(writer)
+            self._save_state(head)
+            return count
+
+    def rebuild(self, raw: Any) -> int:
+        """Index every page with content again from the store; returns how many."""
+        with self.locked():
+            return self._rebuild(raw, store_seq(raw))
+
+    def _rebuild(self, raw: Any, head: int) -> int:
+        self._forget_state()
+        # A new index, not the old one emptied: the old may be of another version's schema.
+        self._index = None
+        if self.folder is not None and self.folder.is_dir():
+            self._clear()
+        writer = self._writer()
+        try:
+            count = 0
+            for rows in all_documents(raw):
+                for entry in rows:
+                    writer.add_document(entry.document())
+                count += len(rows)
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            _release(writer)
+        self._save_state(head)
+        return count
+
+    def _writer(self) -> tantivy.IndexWriter:
+        return self._open().writer(WRITER_HEAP, WRITER_THREADS)
+
+    @contextlib.contextmanager
+    def session(self, catch_up: Callable[[], int]) -> Iterator[Session]:
+        """Index a bulk write as it happens: hold the index, catch it up with the store
+        (`catch_up` syncs it in a read snapshot), and yield a Session to stage pages into. The
+        caller `finish`es it inside the store's transaction, before the commit; when the block
+        ends without an error (the store committed), the session commits too."""
+        with self.locked():
+            catch_up()
+            seq = self.state()
+            if seq is None:
+                raise RuntimeError("the search index could not be brought up to date")
+            writer = self._writer()
+            session = Session(self, writer, seq)
+            try:
+                yield session
+                if session.finished:
+                    session.commit()
+            finally:
+                if not session.committed:
+                    with contextlib.suppress(Exception):
+                        writer.rollback()
+                _release(writer)
+
+    def close(self) -> None:
+        self._index = None
+
+
+class Session:
+    """Pages staged into the index during one store transaction (TextIndex.session)."""
+
+    def __init__(self, owner: TextIndex, writer: tantivy.IndexWriter, seq: int) -> None:
+        self._owner = owner
+        self._writer = writer
+        self._start = seq
+        self._staged: set[str] = set()
+        self._pending = 0  # pages staged since the writer's last commit
+        self._head: int | None = None
+        self.committed = False
+
+    def stage(self, entries: Iterable[Entry], gone: Iterable[str] = ()) -> None:
+        """Index these pages' new entries, and remove the entries of pages left without content."""
+        for name in gone:
+            self._writer.delete_documents_by_term("name", name)
+            self._staged.add(name)
+        for entry in entries:
+            self._writer.delete_documents_by_term("name", entry.name)
+            self._writer.add_document(entry.document())
+            self._staged.add(entry.name)
+            self._pending += 1
+        if self._pending >= COMMIT_EVERY:
+            self._commit_part()
+
+    def _commit_part(self) -> None:
+        # Tantivy keeps what it indexed since its last commit in memory (its buffers, and the
+        # segments flushed so far): a large import commits it every COMMIT_EVERY pages. Those
+        # entries are published before the store commits, so the recorded state goes first:
+        # if the import then fails or the process dies, the next sync rebuilds the index.
+        self._owner._forget_state()
+        self._writer.commit()
+        self._pending = 0
+
+    def finish(self, raw: Any) -> None:
+        """Inside the store's transaction, before it commits: apply the changes it logged that
+        were not staged (pages written another way), and note the log's last id."""
+        head = store_seq(raw)
+        apply_changes(self._writer, raw, self._start, head, skip=self._staged)
+        self._head = head
+
+    @property
+    def finished(self) -> bool:
+        return self._head is not None
+
+    def commit(self) -> None:
+        """After the store committed: publish the staged pages and record the log id."""
+        if self._head is None:
+            raise RuntimeError("finish() the session inside the store's transaction first")
+        self._writer.commit()
+        self.committed = True
+        self._owner._save_state(self._head)
+
+
+def _release(writer: tantivy.IndexWriter) -> None:
+    # Tantivy frees its lock on the index when the writer is gone; waiting for its merges
+    # consumes it (merging threads finish the segments they started).
+    with contextlib.suppress(Exception):
+        writer.wait_merging_threads()
+
+
+def store_seq(raw: Any) -> int:
+    """The id of the last change the store logged (0 before the first)."""
+    row = raw.execute(_SEQ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def apply_changes(
+    writer: tantivy.IndexWriter, raw: Any, after: int, head: int, skip: set[str] | None = None
+) -> int:
+    """Stage the changes logged after id `after` up to `head`: each named page's old entry
+    removed, its current one added if it still has content. Returns how many were added."""
+    count = 0
+    while after < head:
+        rows = raw.execute(_CHANGES, (after, head, _BATCH)).fetchall()
+        if not rows:
+            break
+        after = rows[-1][0]
+        names = list(dict.fromkeys(name for _, name in rows if not skip or name not in skip))
+        if not names:
+            continue
+        found = {
+            name: (title, description, content)
+            for name, title, description, content in raw.execute(
+                _DOCS.format(marks=", ".join("?" * len(names))), names
+            )
+        }
+        for name in names:
+            writer.delete_documents_by_term("name", name)
+            stored = found.get(name)
+            if stored is not None and stored[2] is not None:
+                title, description, content = stored
+                text = inflate(content) or ""
+                writer.add_document(entry_of(name, title, description, text).document())
+                count += 1
+    return count
+
+
+def all_documents(raw: Any) -> Iterator[list[Entry]]:
+    """Every page with content, as entries, in batches (name order)."""
+    after = ""
+    while True:
+        rows = raw.execute(_ALL_DOCS, (after, _BATCH)).fetchall()
+        if not rows:
+            return
+        yield [entry_of(n, t, d, inflate(c) or "") for n, t, d, c in rows]
+        after = rows[-1][0]
+
+
+def names_of(searcher: tantivy.Searcher, hits: Sequence[tuple[float, Any]]) -> list[str]:
+    """The resource names of search hits, in order."""
+    return [searcher.doc(address)["name"][0] for _, address in hits]

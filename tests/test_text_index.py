@@ -1,0 +1,233 @@
+"""SQLite's search index, a tantivy folder beside the store: one indexer at a time across
+processes, repaired after a process dies mid-sync, and consistent under concurrent searches and
+writes (real SQLite files, real processes, real threads)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mirror.models import Document
+from mirror.store.folder_lock import FolderLock
+from mirror.store.store import Store
+
+pytestmark = pytest.mark.sqlite_only
+
+
+def _docs(start: int, count: int, word: str = "otter") -> list[Document]:
+    return [
+        Document(
+            name=f"documents/example.dev/p{i:05}",
+            uri=f"https://example.dev/p{i:05}",
+            title=f"Page {i}",
+            content=f"# Page {i}\n\nA {word} page, number w{i:05}.\n",
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def _child(code: str, *, output: bool = False) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE if output else subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+
+
+def test_one_process_holds_the_index_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "index.lock"
+    child = _child(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from mirror.store.folder_lock import FolderLock
+        lock = FolderLock(Path({str(path)!r}))
+        assert lock.acquire()
+        print("held", flush=True)
+        time.sleep(60)
+        """,
+        output=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        mine = FolderLock(path)
+        assert not mine.acquire(timeout=0.2)
+        child.send_signal(signal.SIGKILL)  # a process that dies releases it
+        child.wait()
+        assert mine.acquire(timeout=5)
+        assert mine.acquire(timeout=0)  # re-entrant in the holder
+        mine.release()
+        mine.release()
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+def test_a_process_killed_while_indexing_leaves_an_index_the_next_search_repairs(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "store.sqlite3"
+    url = f"sqlite:///{db}"
+    store = Store.open(url)
+    store.put(_docs(0, 50), fetched_at=0.0, upstream="test")
+    assert len(store.search_local("otter", limit=100)) == 50
+    store.close()
+    # A writer that dies in the middle of indexing its own commit (after tantivy indexed part
+    # of it, before anything was committed or recorded).
+    child = _child(
+        f"""
+        import os
+        from mirror.models import Document
+        from mirror.store import text_index
+        from mirror.store.store import Store
+
+        real = text_index.TextIndex.sync
+        def dying(self, raw, wait=None):
+            writer = self._writer()
+            text_index.apply_changes(writer, raw, self.state() or 0, text_index.store_seq(raw))
+            os._exit(9)  # as kill -9: no commit, no state, no cleanup
+        text_index.TextIndex.sync = dying
+        store = Store.open({url!r})
+        docs = [
+            Document(name=f"documents/example.dev/q{{i:05}}", title="Badger",
+                     content=f"# Badger {{i}}\\n\\nA badger page.\\n")
+            for i in range(30)
+        ]
+        store.put(docs, fetched_at=1.0, upstream="child")
+        store.search_local("badger")
+        """
+    )
+    assert child.wait(timeout=120) == 9
+    store = Store.open(url)
+    try:
+        assert len(store.search_local("badger", limit=100)) == 30
+        assert len(store.search_local("otter", limit=100)) == 50
+        state = store.check_index()
+        assert not state.stale and state.indexed == 80 and state.orphans == 0
+    finally:
+        store.close()
+
+
+def test_concurrent_searches_while_pages_are_written_and_deleted(tmp_path: Path) -> None:
+    """32 searching threads and a writer: no error, every page found is in the store, and each
+    search sees at least the pages committed before it began."""
+    store = Store.open(f"sqlite:///{tmp_path / 'store.sqlite3'}")
+    store.size_for(32)
+    store.put(_docs(0, 200), fetched_at=0.0, upstream="test")
+    committed = threading.Event()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    seen_counts: list[tuple[int, int]] = []
+
+    def writer() -> None:
+        try:
+            for round_ in range(10):
+                store.put(_docs(200 + 20 * round_, 20), fetched_at=1.0 + round_, upstream="w")
+                committed.set()
+                time.sleep(0.05)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    def searcher() -> None:
+        try:
+            while not stop.is_set():
+                before = store.stats().with_content
+                hits = store.search_local("otter", limit=400)
+                names = {h.name for h in hits}
+                held = store.get_many(sorted(names))
+                assert set(held) == names  # never a page the store does not hold
+                seen_counts.append((before, len(names)))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=searcher) for _ in range(32)]
+    threads.append(threading.Thread(target=writer))
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        assert not errors, errors[:3]
+        assert committed.is_set() and seen_counts
+        # Pages are only added here: a search finds every page committed before it began.
+        assert all(found >= before for before, found in seen_counts)
+        assert len(store.search_local("otter", limit=400)) == 400
+    finally:
+        store.close()
+
+
+def test_the_change_log_is_pruned_once_the_index_holds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import text
+
+    from mirror.store import indexer
+
+    monkeypatch.setattr(indexer, "PRUNE_AT", 5)
+    url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    store = Store.open(url)
+    store.put(_docs(0, 20), fetched_at=0.0, upstream="test")
+    store.close()  # indexes the last commit's changes, then prunes them
+    store = Store.open(url)
+    try:
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM search_changes")).scalar_one() == 0
+        store.put(_docs(20, 3, "badger"), fetched_at=1.0, upstream="test")
+        # Caught up from the log's tail, not rebuilt: the pruned ids were all applied.
+        rebuilt = []
+        monkeypatch.setattr(type(store.text_index()), "_rebuild", lambda *a: rebuilt.append(a) or 0)
+        assert len(store.search_local("badger", limit=10)) == 3
+        assert not rebuilt
+        assert len(store.search_local("otter", limit=100)) == 20
+    finally:
+        store.close()
+
+
+def test_a_bulk_write_that_fails_after_the_index_committed_part_of_it_leaves_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import commits the index every COMMIT_EVERY pages (bounded memory) before the store
+    commits: when the import then fails, the store rolls back and the index is rebuilt."""
+    from mirror.store import text_index
+
+    monkeypatch.setattr(text_index, "COMMIT_EVERY", 3)
+    monkeypatch.setattr("mirror.store.store.PUT_BATCH", 2)  # batches written before the error
+    parts: list[object] = []
+    real = text_index.Session._commit_part
+    monkeypatch.setattr(
+        text_index.Session, "_commit_part", lambda self: parts.append(self) or real(self)
+    )
+    url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    store = Store.open(url)
+    try:
+        store.put(_docs(0, 5), fetched_at=0.0, upstream="test")
+
+        def failing() -> object:
+            yield from _docs(100, 12, "badger")
+            raise ValueError("line 13: not a document")
+
+        with pytest.raises(ValueError, match="line 13"):
+            store.put_stream(failing(), fetched_at=1.0, upstream="import")  # type: ignore[arg-type]
+        assert parts  # the index had committed part of the import
+        assert store.search_local("badger") == []
+        assert len(store.search_local("otter", limit=10)) == 5
+        state = store.check_index()
+        assert not state.stale and state.indexed == 5
+        # And one that succeeds is searchable as a whole.
+        store.put_stream(_docs(200, 12, "weasel"), fetched_at=2.0, upstream="import")
+        assert len(store.search_local("weasel", limit=20)) == 12
+    finally:
+        store.close()
