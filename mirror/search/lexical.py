@@ -295,6 +295,21 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return previous[-1]
 
 
+def closest(stemmed: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
+    """The vocabulary term nearest to the stem of a word that matches nothing, for typo
+    correction: 1 edit apart (2 for stems of 6 letters or more), the most frequent (the
+    terms' document counts) among the nearest."""
+    limit = 1 if len(stemmed) < 6 else 2
+    best: tuple[int, int, str] | None = None
+    for term, docs in vocabulary:
+        if abs(len(term) - len(stemmed)) > limit:
+            continue  # the distance's first test, without a call per term
+        distance = edit_distance(stemmed, term, limit)
+        if distance <= limit and (best is None or (distance, -docs) < best[:2]):
+            best = (distance, -docs, term)
+    return best[2] if best is not None else None
+
+
 # Endings dropped before counting a query word in a chunk, longest first ("caching" and
 # "caches" both count as "cach"): a light stand-in for the index's Porter stemmer, enough to
 # choose among one page's chunks.

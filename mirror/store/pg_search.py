@@ -227,15 +227,11 @@ def _correct(conn: Connection, terms: list[lexical.Term]) -> list[lexical.Term]:
         stemmed = _stem(conn, word.casefold())
         if vocabulary is None:
             vocabulary = _vocabulary(conn)
-        limit = 1 if len(stemmed) < 6 else 2
-        best: tuple[int, int, str] | None = None
-        prefix = stemmed[:2]
-        for term, docs in _prefixed(vocabulary, prefix)[:_MAX_SPELLING_CANDIDATES]:
-            distance = lexical.edit_distance(stemmed, term, limit)
-            if distance <= limit and (best is None or (distance, -docs) < best[:2]):
-                best = (distance, -docs, term)
-        if best is not None:
-            terms = lexical.replace_word(terms, word, best[2])
+        better = lexical.closest(
+            stemmed, _prefixed(vocabulary, stemmed[:2])[:_MAX_SPELLING_CANDIDATES]
+        )
+        if better is not None:
+            terms = lexical.replace_word(terms, word, better)
     return terms
 
 

@@ -324,15 +324,8 @@ class TextIndex:
             first = raw.execute(_FIRST_CHANGE).fetchone()[0]
             if seq is None or seq > head or (first or head + 1) > seq + 1:
                 return self._rebuild(raw, head)
-            writer = self._writer()
-            try:
+            with self._committing() as writer:
                 count = apply_changes(writer, raw, seq, head)
-                writer.commit()
-            except BaseException:
-                writer.rollback()
-                raise
-            finally:
-                _release(writer)
             self._save_state(head)
             return count
 
@@ -347,24 +340,30 @@ class TextIndex:
         self._index = None
         if self.folder is not None and self.folder.is_dir():
             self._clear()
-        writer = self._writer()
-        try:
-            count = 0
+        count = 0
+        with self._committing() as writer:
             for rows in all_documents(raw):
                 for entry in rows:
                     writer.add_document(entry.document())
                 count += len(rows)
+        self._save_state(head)
+        return count
+
+    def _writer(self) -> tantivy.IndexWriter:
+        return self._open().writer(WRITER_HEAP, WRITER_THREADS)
+
+    @contextlib.contextmanager
+    def _committing(self) -> Iterator[tantivy.IndexWriter]:
+        """A writer whose work is committed when the block ends, rolled back if it fails."""
+        writer = self._writer()
+        try:
+            yield writer
             writer.commit()
         except BaseException:
             writer.rollback()
             raise
         finally:
             _release(writer)
-        self._save_state(head)
-        return count
-
-    def _writer(self) -> tantivy.IndexWriter:
-        return self._open().writer(WRITER_HEAP, WRITER_THREADS)
 
     @contextlib.contextmanager
     def session(self, catch_up: Callable[[], int]) -> Iterator[Session]:

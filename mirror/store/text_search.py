@@ -217,17 +217,10 @@ def _correct(index: TextIndex, searcher: Any, terms: list[lexical.Term]) -> list
         stemmed = tokens[0]
         if any(searcher.doc_freq(field, stemmed) for field in FIELDS):
             continue
-        limit = 1 if len(stemmed) < 6 else 2
-        best: tuple[int, int, str] | None = None
         vocabulary = searcher.terms_with_prefix("body", stemmed[:2], limit=_MAX_SPELLING_CANDIDATES)
-        for term, docs in vocabulary:
-            if abs(len(term) - len(stemmed)) > limit:
-                continue  # the distance's first test, without a call per term
-            distance = lexical.edit_distance(stemmed, term, limit)
-            if distance <= limit and (best is None or (distance, -docs) < best[:2]):
-                best = (distance, -docs, term)
-        if best is not None:
-            terms = lexical.replace_word(terms, word, best[2])
+        better = lexical.closest(stemmed, vocabulary)
+        if better is not None:
+            terms = lexical.replace_word(terms, word, better)
     return terms
 
 
