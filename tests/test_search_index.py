@@ -19,6 +19,7 @@ from sqlalchemy import inspect, text
 from mirror.models import Document
 from mirror.search import lexical
 from mirror.store.store import Store
+from mirror.store.text_index import name_at
 
 pytestmark = pytest.mark.both_backends
 
@@ -246,7 +247,9 @@ def test_a_crash_between_the_store_and_the_index_is_repaired(db_url: str) -> Non
             upstream="test",
         )
         assert _names(store.search_local("setts")) == ["badger"]
-        index._save_state(seq)  # as if the process died before recording the last sync
+        # As if the process died before recording the last sync.
+        with store.engine.connect() as conn:
+            index._save_state(seq, name_at(conn.connection.driver_connection, seq))
         with store.engine.connect() as conn, conn.begin():
             assert index.lag(conn.connection.driver_connection) == 1
         assert _names(store.search_local("setts")) == ["badger"]

@@ -22,11 +22,12 @@ log = logging.getLogger("mirror.store")
 # After a commit, wait this long for more before indexing: a crawl commits a group every few
 # tenths of a second, and one sync of several groups costs about what one of a group does.
 DELAY = 1.0
-_PRUNE = "DELETE FROM search_changes WHERE id <= ?"
+# Below the index's last id: that row stays, for TextIndex._diverged to compare.
+_PRUNE = "DELETE FROM search_changes WHERE id < ?"
 # The log is pruned once it holds this many changes the index has applied: a prune is a commit,
 # which ends every cache kept per store generation (a server's answers), so not after each sync.
 PRUNE_AT = 10_000
-_PRUNABLE = "SELECT count(*) FROM (SELECT 1 FROM search_changes WHERE id <= ? LIMIT ?)"
+_PRUNABLE = "SELECT count(*) FROM (SELECT 1 FROM search_changes WHERE id < ? LIMIT ?)"
 
 
 class Indexer:

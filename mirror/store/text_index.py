@@ -15,8 +15,10 @@ The store stays the source of truth; the folder holds nothing that cannot be reb
   version. An index behind the store is stale: `sync` reads each changed page back, removes
   its entry and adds the current one, commits tantivy, then writes the new `seq`. A crash
   between the two commits leaves `seq` behind, so the same changes are applied again (each is
-  idempotent). An index ahead of the store (a store copied back from an older file), of
-  another version, or missing changes that were pruned before it applied them, is rebuilt.
+  idempotent). An index of another version, missing changes that were pruned before it
+  applied them, or whose last change the store logged as another page (a store copied back
+  from an older file, which reuses the ids it never had) is rebuilt. An index ahead of a
+  search's snapshot is used as it is.
 - Every search syncs first, inside its read snapshot, so it sees every commit before it; a
   search that finds another process indexing for SEARCH_WAIT seconds (an import holds the
   index until it commits) searches the index as it is, and its results go through the store
@@ -74,6 +76,7 @@ LOCK = "index.lock"
 _BATCH = 500
 _SEQ = "SELECT seq FROM sqlite_sequence WHERE name = 'search_changes'"
 _FIRST_CHANGE = "SELECT min(id) FROM search_changes"
+_NAME_AT = "SELECT name FROM search_changes WHERE id = ?"
 _CHANGES = "SELECT id, name FROM search_changes WHERE id > ? AND id <= ? ORDER BY id LIMIT ?"
 _DOCS = "SELECT name, title, description, content FROM documents WHERE name IN ({marks})"
 _ALL_DOCS = (
@@ -228,16 +231,30 @@ class TextIndex:
         seq = found.get("seq")
         return seq if isinstance(seq, int) else None
 
+    def _diverged(self, raw: Any, seq: int) -> bool:
+        """Whether the store logged another page at id `seq` than the index recorded: a store
+        copied back from an older file has written other changes under the same ids."""
+        if self.folder is None:
+            return False
+        try:
+            last = json.loads((self.folder / STATE).read_text()).get("last")
+        except (OSError, ValueError, AttributeError):
+            return True
+        found = name_at(raw, seq)
+        return last is not None and found is not None and found != last
+
     _memory_seq: int | None = None
 
-    def _save_state(self, seq: int) -> None:
+    def _save_state(self, seq: int, last: str | None) -> None:
+        """Record that the index holds the changes up to id `seq`, and the page logged at it
+        (`name_at`; the indexer prunes the log below it, never it)."""
         if self.folder is None:
             self._memory_seq = seq
             return
         # Written whole, then renamed over the old one: a crash leaves one or the other.
         tmp = self.folder / (STATE + ".tmp")
         with open(tmp, "w") as out:
-            json.dump({"version": VERSION, "seq": seq}, out)
+            json.dump({"version": VERSION, "seq": seq, "last": last}, out)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, self.folder / STATE)
@@ -313,20 +330,23 @@ class TextIndex:
         `raw` (its snapshot decides what is applied); returns how many pages were indexed.
         Does nothing when another thread or process has been indexing for `wait` seconds."""
         head = store_seq(raw)
-        if self.state() == head:
+        seq = self.state()
+        # Newer than this snapshot: another reader synced from a later one (its results still
+        # go through this snapshot's store).
+        if seq is not None and seq >= head:
             return 0
         with self.locked(wait=wait) as held:
             if not held:
                 return 0
             seq = self.state()
-            if seq == head:
+            if seq is not None and seq >= head:
                 return 0
             first = raw.execute(_FIRST_CHANGE).fetchone()[0]
-            if seq is None or seq > head or (first or head + 1) > seq + 1:
+            if seq is None or (first or head + 1) > seq + 1 or self._diverged(raw, seq):
                 return self._rebuild(raw, head)
             with self._committing() as writer:
                 count = apply_changes(writer, raw, seq, head)
-            self._save_state(head)
+            self._save_state(head, name_at(raw, head))
             return count
 
     def rebuild(self, raw: Any) -> int:
@@ -346,7 +366,7 @@ class TextIndex:
                 for entry in rows:
                     writer.add_document(entry.document())
                 count += len(rows)
-        self._save_state(head)
+        self._save_state(head, name_at(raw, head))
         return count
 
     def _writer(self) -> tantivy.IndexWriter:
@@ -402,6 +422,7 @@ class Session:
         self._staged: set[str] = set()
         self._pending = 0  # pages staged since the writer's last commit
         self._head: int | None = None
+        self._last: str | None = None  # the page logged at _head
         self.committed = False
 
     def stage(self, entries: Iterable[Entry], gone: Iterable[str] = ()) -> None:
@@ -432,6 +453,7 @@ class Session:
         head = store_seq(raw)
         apply_changes(self._writer, raw, self._start, head, skip=self._staged)
         self._head = head
+        self._last = name_at(raw, head)
 
     @property
     def finished(self) -> bool:
@@ -443,7 +465,7 @@ class Session:
             raise RuntimeError("finish() the session inside the store's transaction first")
         self._writer.commit()
         self.committed = True
-        self._owner._save_state(self._head)
+        self._owner._save_state(self._head, self._last)
 
 
 def _release(writer: tantivy.IndexWriter) -> None:
@@ -451,6 +473,12 @@ def _release(writer: tantivy.IndexWriter) -> None:
     # consumes it (merging threads finish the segments they started).
     with contextlib.suppress(Exception):
         writer.wait_merging_threads()
+
+
+def name_at(raw: Any, seq: int) -> str | None:
+    """The page the store's change log holds at id `seq` (None: pruned, or not logged yet)."""
+    row = raw.execute(_NAME_AT, (seq,)).fetchone()
+    return str(row[0]) if row else None
 
 
 def store_seq(raw: Any) -> int:
