@@ -340,7 +340,7 @@ class Store(Searching):
     def _write_prepared(
         self, conn: Connection, batch: Prepared, session: Session | None = None
     ) -> list[str]:
-        # Imported here: the index (chunker, FTS SQL) is not needed to read documents,
+        # Imported here: the index (chunker, tantivy) is not needed to read documents,
         # and cold `dk-mirror get --offline` pays for every import.
         from . import index, vectors, versions
 
