@@ -207,10 +207,8 @@ def test_a_bulk_write_that_fails_after_the_index_committed_part_of_it_leaves_no_
     monkeypatch.setattr(text_index, "COMMIT_EVERY", 3)
     monkeypatch.setattr("mirror.store.store.PUT_BATCH", 2)  # batches written before the error
     parts: list[object] = []
-    real = text_index.Session._commit_part
-    monkeypatch.setattr(
-        text_index.Session, "_commit_part", lambda self: parts.append(self) or real(self)
-    )
+    real = text_index.Parts.commit
+    monkeypatch.setattr(text_index.Parts, "commit", lambda self: parts.append(self) or real(self))
     url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
     store = Store.open(url)
     try:
@@ -260,5 +258,37 @@ def test_a_store_copied_back_from_an_older_file_gets_its_index_rebuilt(tmp_path:
         assert store.search_local("badger") == []
         state = store.check_index()
         assert not state.stale and state.indexed == 17
+    finally:
+        store.close()
+
+
+def test_large_syncs_and_rebuilds_commit_the_index_in_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tantivy holds what it indexed since its last commit in memory: a sync of many changes
+    (a store copied in, or written by another tool) and a rebuild commit every COMMIT_EVERY
+    pages, and the index ends whole all the same."""
+    from mirror.store import text_index
+
+    monkeypatch.setattr(text_index, "COMMIT_EVERY", 4)
+    monkeypatch.setattr(text_index, "_BATCH", 4)  # pages read back per statement
+    commits: list[object] = []
+    real = text_index.Parts.commit
+    monkeypatch.setattr(text_index.Parts, "commit", lambda self: commits.append(self) or real(self))
+    store = Store.open(f"sqlite:///{tmp_path / 'store.sqlite3'}")
+    try:
+        store.put(_docs(0, 2), fetched_at=0.0, upstream="test")
+        assert len(store.search_local("otter", limit=50)) == 2
+        # 30 changes the index has not seen: the next search (or the background indexer)
+        # applies them in parts.
+        commits.clear()
+        store.put(_docs(100, 30), fetched_at=1.0, upstream="test")
+        assert len(store.search_local("otter", limit=50)) == 32
+        assert len(commits) >= 30 // 4
+        commits.clear()
+        assert store.rebuild_index() == 32
+        assert len(commits) >= 32 // 4
+        state = store.check_index()
+        assert not state.stale and state.indexed == 32
     finally:
         store.close()

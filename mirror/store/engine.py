@@ -30,7 +30,7 @@ WAL_KEEP_BYTES = 64 << 20
 # Page cache (KiB) for one bulk write: an import inserts at random into the documents' name
 # index, the chunks' (name, ordinal) index and the FTS b-trees; with SQLite's default 2 MB
 # those pages are read again from the OS at every batch once the store is large.
-BULK_CACHE_KIB = 64 << 10
+BULK_CACHE_KIB = 32 << 10
 # Connections a SQLite pool keeps open between uses, unless the owner sizes it (Store.size_for).
 # They are opened lazily, so a one-shot CLI command still opens one or two.
 SQLITE_POOL_SIZE = 8

@@ -157,6 +157,7 @@ def reindex(
         ready = prepared or {}
         # A prepared entry is used only if it is of this very copy (a name may come twice).
         session.stage(
+            _raw(conn),
             (ready[d.name] if _same(ready.get(d.name), d) else entry(d) for d in with_content),
             gone=[doc.name for doc in docs if not doc.content],
         )

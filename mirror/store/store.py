@@ -288,12 +288,13 @@ class Store(Searching):
         """
         from .ahead import Ahead
         from .bulk import Changed
+        from .seen_names import SeenNames
 
-        seen: set[str] = set()
         changed = Changed()
         total = 0
         batches = self._prepared(docs, fetched_at, upstream)
         with (
+            SeenNames() as seen,
             self._index_session() as session,
             self._writer() as conn,
             engines.bulk_write(conn),
@@ -304,12 +305,12 @@ class Store(Searching):
         ):
             for batch in ready:
                 changed.add(self._write_prepared(conn, batch, session))
-                seen.update(d.name for d in batch.docs)
+                seen.add(d.name for d in batch.docs)
                 total += len(batch.docs)
             if session is not None:
                 session.finish(conn.connection.driver_connection)
         self._refresh_vectors(changed.names)
-        return PutReport(documents=len(seen), duplicates=total - len(seen))
+        return PutReport(documents=seen.count, duplicates=total - seen.count)
 
     def _prepared(
         self, docs: Iterable[Document], fetched_at: float, upstream: str

@@ -53,6 +53,7 @@ from ..search import lexical
 from ..search.chunking import headings
 from .compression import inflate
 from .folder_lock import FolderLock
+from .native_memory import trim
 
 log = logging.getLogger("mirror.store")
 
@@ -63,8 +64,8 @@ ANALYZER = "dk_text"
 # Memory for tantivy's indexing buffers, split between its threads (at least 15 MB each):
 # larger buffers write fewer, larger segments; this keeps an import's peak RSS bounded.
 WRITER_HEAP = 32 << 20
-# A bulk write commits the index every this many pages (Session._commit_part says why).
-COMMIT_EVERY = 5_000
+# Large writes commit the index every this many pages (Parts says why).
+COMMIT_EVERY = 2_000
 WRITER_THREADS = 2
 STATE = "state.json"
 # How long a search waits for another thread or process indexing (usually the changes it is
@@ -344,8 +345,10 @@ class TextIndex:
             first = raw.execute(_FIRST_CHANGE).fetchone()[0]
             if seq is None or (first or head + 1) > seq + 1 or self._diverged(raw, seq):
                 return self._rebuild(raw, head)
+            # Parts committed before the state is saved are applied again after a crash: each
+            # change is idempotent (the page's entry removed, its current one added).
             with self._committing() as writer:
-                count = apply_changes(writer, raw, seq, head)
+                count = apply_changes(writer, raw, seq, head, parts=Parts(writer))
             self._save_state(head, name_at(raw, head))
             return count
 
@@ -362,10 +365,12 @@ class TextIndex:
             self._clear()
         count = 0
         with self._committing() as writer:
+            parts = Parts(writer)
             for rows in all_documents(raw):
                 for entry in rows:
                     writer.add_document(entry.document())
                 count += len(rows)
+                parts.added(len(rows))
         self._save_state(head, name_at(raw, head))
         return count
 
@@ -379,6 +384,7 @@ class TextIndex:
         try:
             yield writer
             writer.commit()
+            trim()
         except BaseException:
             writer.rollback()
             raise
@@ -418,42 +424,42 @@ class Session:
     def __init__(self, owner: TextIndex, writer: tantivy.IndexWriter, seq: int) -> None:
         self._owner = owner
         self._writer = writer
-        self._start = seq
-        self._staged: set[str] = set()
-        self._pending = 0  # pages staged since the writer's last commit
+        self._mark = seq  # the change log's last id whose page the index has staged
+        # Entries staged here are published by a part commit before the store commits, so the
+        # recorded state goes first: if the import then fails or the process dies, the next
+        # sync rebuilds the index.
+        self._parts = Parts(writer, before=owner._forget_state)
         self._head: int | None = None
         self._last: str | None = None  # the page logged at _head
         self.committed = False
 
-    def stage(self, entries: Iterable[Entry], gone: Iterable[str] = ()) -> None:
-        """Index these pages' new entries, and remove the entries of pages left without content."""
+    def stage(self, raw: Any, entries: Iterable[Entry], gone: Iterable[str] = ()) -> None:
+        """Index these pages' new entries, and remove the entries of pages left without
+        content; called after their rows were written, on `raw`, the writing connection."""
+        staged: set[str] = set()
         for name in gone:
             self._writer.delete_documents_by_term("name", name)
-            self._staged.add(name)
+            staged.add(name)
         for entry in entries:
             self._writer.delete_documents_by_term("name", entry.name)
             self._writer.add_document(entry.document())
-            self._staged.add(entry.name)
-            self._pending += 1
-        if self._pending >= COMMIT_EVERY:
-            self._commit_part()
+            staged.add(entry.name)
+        self._parts.added(len(staged))
+        # Whatever else this batch's statements logged (a copy written unchanged, a trigger),
+        # read back now: a set of every staged name would grow with the import.
+        self._catch_up(raw, skip=staged)
 
-    def _commit_part(self) -> None:
-        # Tantivy keeps what it indexed since its last commit in memory (its buffers, and the
-        # segments flushed so far): a large import commits it every COMMIT_EVERY pages. Those
-        # entries are published before the store commits, so the recorded state goes first:
-        # if the import then fails or the process dies, the next sync rebuilds the index.
-        self._owner._forget_state()
-        self._writer.commit()
-        self._pending = 0
+    def _catch_up(self, raw: Any, skip: set[str] | None = None) -> None:
+        head = store_seq(raw)
+        apply_changes(self._writer, raw, self._mark, head, skip=skip, parts=self._parts)
+        self._mark = head
 
     def finish(self, raw: Any) -> None:
         """Inside the store's transaction, before it commits: apply the changes it logged that
         were not staged (pages written another way), and note the log's last id."""
-        head = store_seq(raw)
-        apply_changes(self._writer, raw, self._start, head, skip=self._staged)
-        self._head = head
-        self._last = name_at(raw, head)
+        self._catch_up(raw)
+        self._head = self._mark
+        self._last = name_at(raw, self._mark)
 
     @property
     def finished(self) -> bool:
@@ -468,11 +474,35 @@ class Session:
         self._owner._save_state(self._head, self._last)
 
 
+class Parts:
+    """Commits a writer every COMMIT_EVERY pages: tantivy holds what it indexed since its last
+    commit in memory (about 2.5 KB a page), so one commit for a large import or rebuild would
+    grow with it. `before` runs before each part commit."""
+
+    def __init__(self, writer: tantivy.IndexWriter, before: Callable[[], None] | None = None):
+        self._writer = writer
+        self._before = before
+        self._pending = 0
+
+    def added(self, count: int) -> None:
+        self._pending += count
+        if self._pending >= COMMIT_EVERY:
+            self.commit()
+
+    def commit(self) -> None:
+        if self._before is not None:
+            self._before()
+        self._writer.commit()
+        trim()
+        self._pending = 0
+
+
 def _release(writer: tantivy.IndexWriter) -> None:
     # Tantivy frees its lock on the index when the writer is gone; waiting for its merges
     # consumes it (merging threads finish the segments they started).
     with contextlib.suppress(Exception):
         writer.wait_merging_threads()
+    trim()
 
 
 def name_at(raw: Any, seq: int) -> str | None:
@@ -488,7 +518,12 @@ def store_seq(raw: Any) -> int:
 
 
 def apply_changes(
-    writer: tantivy.IndexWriter, raw: Any, after: int, head: int, skip: set[str] | None = None
+    writer: tantivy.IndexWriter,
+    raw: Any,
+    after: int,
+    head: int,
+    skip: set[str] | None = None,
+    parts: Parts | None = None,
 ) -> int:
     """Stage the changes logged after id `after` up to `head`: each named page's old entry
     removed, its current one added if it still has content. Returns how many were added."""
@@ -515,6 +550,8 @@ def apply_changes(
                 text = inflate(content) or ""
                 writer.add_document(entry_of(name, title, description, text).document())
                 count += 1
+        if parts is not None:
+            parts.added(len(names))
     return count
 
 
