@@ -203,7 +203,7 @@ def _search_row(dialect: str, indexed: bool) -> tuple[str, str, str]:
     return (
         "ok",
         "search",
-        "tantivy index beside the SQLite file (English stemming, BM25, block-max WAND)",
+        "tantivy index beside the SQLite file (English stemming, BM25)",
     )
 
 

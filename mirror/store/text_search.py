@@ -8,9 +8,9 @@ built as tantivy query objects from mirror.search.lexical's terms, never parsed 
 
 The plan (the same as PostgreSQL's, pg_search.py): pages with every term first, topped up with
 pages with any term or part of one (never above a page that had every term); a long question
-ranks pages with any term from the start. Tantivy's top-k collection skips blocks of pages
-that cannot reach the top (block-max WAND), so a common word costs a small part of its
-doclist, not a BM25 call per matching page. A word that matches nothing is corrected from the
+ranks pages with any term from the start. Tantivy scores every page that matches (see
+text_index.py on why its block skipping is not used), in compiled code rather than a BM25
+call per page as FTS5 did. A word that matches nothing is corrected from the
 index's vocabulary. Every page found is checked against the store (and a `where` filter, as
 SQL) before it is returned.
 """
