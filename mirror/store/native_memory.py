@@ -6,7 +6,7 @@ in each for reuse, so an import's resident memory grew with every segment tantiv
 dropped: about 2 KB per page indexed, over 360 MB for a 100,000-page file, though what tantivy
 holds at any moment is its writer heap and what it indexed since its last commit. Trimming after
 each index commit (malloc_trim) keeps the process at what is in use (a 100,000-page import:
-410 MB peak before, about 210 after, with commits every 2,000 pages). Elsewhere (macOS, musl,
+404 MB peak before, about 220 MB after, with commits every 2,000 pages). Elsewhere (macOS, musl,
 Windows) it does nothing.
 """
 
