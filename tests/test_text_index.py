@@ -119,6 +119,68 @@ def test_a_process_killed_while_indexing_leaves_an_index_the_next_search_repairs
         store.close()
 
 
+def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 in the middle of an import whose index had committed some of its pages: the
+    store never committed them, and the next search puts back just those pages (the names the
+    import wrote down before each part commit), not the whole index."""
+    from mirror.store import text_index
+
+    db = tmp_path / "store.sqlite3"
+    url = f"sqlite:///{db}"
+    store = Store.open(url)
+    store.put(_docs(0, 50), fetched_at=0.0, upstream="test")
+    assert len(store.search_local("otter", limit=100)) == 50
+    store.close()
+    child = _child(
+        f"""
+        import os
+        from mirror.models import Document
+        from mirror.store import index_parts
+        from mirror.store.store import Store
+
+        index_parts.COMMIT_EVERY = 4
+        import mirror.store.store as store_module
+        store_module.PUT_BATCH = 2
+        real = index_parts.Parts.commit
+        done = []
+        def commit(self):
+            real(self)
+            done.append(1)
+            if len(done) == 3:
+                os._exit(9)  # as kill -9, after three part commits, before the store's
+        index_parts.Parts.commit = commit
+        store = Store.open({url!r})
+        docs = [
+            Document(name=f"documents/example.dev/p{{i:05}}", title="Badger",
+                     content=f"# Badger {{i}}\\n\\nA badger page.\\n")
+            for i in range(0, 40)
+        ]
+        store.put_stream(iter(docs), fetched_at=1.0, upstream="child")
+        """
+    )
+    assert child.wait(timeout=120) == 9
+    folder = Path(f"{db}-search")
+    assert (folder / text_index.PENDING).is_file()
+    rebuilds: list[int] = []
+    real_rebuild = text_index.TextIndex._rebuild
+    monkeypatch.setattr(
+        text_index.TextIndex,
+        "_rebuild",
+        lambda self, raw, head: rebuilds.append(head) or real_rebuild(self, raw, head),
+    )
+    store = Store.open(url)
+    try:
+        assert store.search_local("badger", limit=100) == []
+        assert len(store.search_local("otter", limit=100)) == 50
+        state = store.check_index()
+        assert not state.stale and state.indexed == 50 and state.orphans == 0
+        assert rebuilds == [] and not (folder / text_index.PENDING).exists()
+    finally:
+        store.close()
+
+
 def test_concurrent_searches_while_pages_are_written_and_deleted(tmp_path: Path) -> None:
     """32 searching threads and a writer: no error, every page found is in the store, and each
     search sees at least the pages committed before it began."""
@@ -201,27 +263,38 @@ def test_a_bulk_write_that_fails_after_the_index_committed_part_of_it_leaves_no_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An import commits the index every COMMIT_EVERY pages (bounded memory) before the store
-    commits: when the import then fails, the store rolls back and the index is rebuilt."""
-    from mirror.store import text_index
+    commits: when the import then fails, the store rolls back, and the next sync repairs the
+    pages the import had published (from the names it wrote down), without a rebuild."""
+    from mirror.store import index_parts, text_index
 
-    monkeypatch.setattr(text_index, "COMMIT_EVERY", 3)
+    monkeypatch.setattr(index_parts, "COMMIT_EVERY", 3)
     monkeypatch.setattr("mirror.store.store.PUT_BATCH", 2)  # batches written before the error
     parts: list[object] = []
-    real = text_index.Parts.commit
-    monkeypatch.setattr(text_index.Parts, "commit", lambda self: parts.append(self) or real(self))
+    real = index_parts.Parts.commit
+    monkeypatch.setattr(index_parts.Parts, "commit", lambda self: parts.append(self) or real(self))
     url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
     store = Store.open(url)
     try:
         store.put(_docs(0, 5), fetched_at=0.0, upstream="test")
+        assert len(store.search_local("otter", limit=10)) == 5  # indexed before the import
+        rebuilds: list[object] = []
+        real_rebuild = text_index.TextIndex._rebuild
+        monkeypatch.setattr(
+            text_index.TextIndex,
+            "_rebuild",
+            lambda self, raw, head: rebuilds.append(head) or real_rebuild(self, raw, head),
+        )
 
         def failing() -> object:
-            yield from _docs(100, 12, "badger")
-            raise ValueError("line 13: not a document")
+            yield from _docs(0, 5, "badger")  # the pages already stored, changed
+            yield from _docs(100, 12, "badger")  # and new ones
+            raise ValueError("line 18: not a document")
 
-        with pytest.raises(ValueError, match="line 13"):
+        with pytest.raises(ValueError, match="line 18"):
             store.put_stream(failing(), fetched_at=1.0, upstream="import")  # type: ignore[arg-type]
         assert parts  # the index had committed part of the import
         assert store.search_local("badger") == []
+        assert rebuilds == []  # repaired: only the pages the import had published
         assert len(store.search_local("otter", limit=10)) == 5
         state = store.check_index()
         assert not state.stale and state.indexed == 5
@@ -268,13 +341,15 @@ def test_large_syncs_and_rebuilds_commit_the_index_in_parts(
     """Tantivy holds what it indexed since its last commit in memory: a sync of many changes
     (a store copied in, or written by another tool) and a rebuild commit every COMMIT_EVERY
     pages, and the index ends whole all the same."""
-    from mirror.store import text_index
+    from mirror.store import index_parts, text_index
 
-    monkeypatch.setattr(text_index, "COMMIT_EVERY", 4)
+    monkeypatch.setattr(index_parts, "COMMIT_EVERY", 4)
     monkeypatch.setattr(text_index, "_BATCH", 4)  # pages read back per statement
     commits: list[object] = []
-    real = text_index.Parts.commit
-    monkeypatch.setattr(text_index.Parts, "commit", lambda self: commits.append(self) or real(self))
+    real = index_parts.Parts.commit
+    monkeypatch.setattr(
+        index_parts.Parts, "commit", lambda self: commits.append(self) or real(self)
+    )
     store = Store.open(f"sqlite:///{tmp_path / 'store.sqlite3'}")
     try:
         store.put(_docs(0, 2), fetched_at=0.0, upstream="test")

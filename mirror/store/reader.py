@@ -214,7 +214,8 @@ class Reader:
     def _text(self) -> TextIndex:
         # The store's tantivy index (synced by the search itself: it only reads the store).
         if self._text_index is None:
-            from .text_index import TextIndex, folder_for
+            from .index_folder import folder_for
+            from .text_index import TextIndex
 
             self._text_index = TextIndex(folder_for(sqlite_path(self.url)))
         return self._text_index

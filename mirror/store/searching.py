@@ -50,7 +50,8 @@ class Searching:
         """SQLite's search index, a tantivy folder beside the store file (text_index.py)."""
         with self._text_lock:
             if self._text is None:
-                from .text_index import TextIndex, folder_for
+                from .index_folder import folder_for
+                from .text_index import TextIndex
 
                 self._text = TextIndex(folder_for(self.engine.url.database))
             return self._text

@@ -27,6 +27,10 @@ The store stays the source of truth; the folder holds nothing that cannot be reb
   all the same (never a page the store does not hold).
 - Each commit also wakes a thread that syncs in the background (indexer.py) and prunes the log
   of what the index holds.
+- Large writes commit the index in parts (index_parts.py: tantivy holds what it indexed since
+  its last commit in memory). An import publishes some of its pages before its store commits:
+  their names go to PENDING first, so after a failure or a crash the next sync puts just those
+  pages back as the store holds them, then applies the log, instead of rebuilding.
 - One process indexes at a time: a lock file in the folder (folder_lock.py), plus a thread
   lock.
 
@@ -36,12 +40,9 @@ A store on a read-only volume gets its index in the user cache folder instead.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -50,11 +51,12 @@ from typing import Any
 
 import tantivy
 
-from ..config import ENV_HOME
 from ..search import lexical
 from ..search.chunking import headings
 from .compression import inflate
 from .folder_lock import FolderLock
+from .index_folder import LOCK, STATE
+from .index_parts import Parts, PendingNames
 from .native_memory import trim
 
 log = logging.getLogger("mirror.store")
@@ -66,15 +68,13 @@ ANALYZER = "dk_text"
 # Memory for tantivy's indexing buffers, split between its threads (at least 15 MB each):
 # larger buffers write fewer, larger segments; this keeps an import's peak RSS bounded.
 WRITER_HEAP = 32 << 20
-# Large writes commit the index every this many pages (Parts says why).
-COMMIT_EVERY = 2_000
 WRITER_THREADS = 2
-STATE = "state.json"
+# Names of pages a bulk write indexed before its store committed (index_parts.PendingNames).
+PENDING = "pending.names"
 # How long a search waits for another thread or process indexing (usually the changes it is
 # about to need) before it searches the index as it is (an import in another process holds
 # the index until it commits).
 SEARCH_WAIT = 10.0
-LOCK = "index.lock"
 # Changed pages read back from the store per statement while syncing.
 _BATCH = 500
 _SEQ = "SELECT seq FROM sqlite_sequence WHERE name = 'search_changes'"
@@ -138,42 +138,6 @@ def entry_of(name: str, title: str | None, description: str | None, content: str
     return Entry(name, title, description, headings(content), content, side)
 
 
-def folder_for(database: str | None) -> Path | None:
-    """The index folder of an SQLite file (None for an in-memory database): beside the file,
-    or, when that cannot be written (a read-only folder or mount), in the cache folder (a
-    copy of the one beside the file, if there is one; else built there from the store)."""
-    if not database or database == ":memory:" or "mode=memory" in database:
-        return None
-    path = Path(database).resolve()
-    beside = path.with_name(path.name + "-search")
-    if _writable(beside) if beside.is_dir() else _writable(path.parent):
-        return beside
-    key = hashlib.sha256(str(path).encode()).hexdigest()[:24]
-    cached = _cache_root() / "search" / key
-    if not cached.is_dir() and (beside / STATE).is_file():
-        with contextlib.suppress(OSError):
-            shutil.copytree(beside, cached, ignore=shutil.ignore_patterns(".tantivy-*", LOCK))
-    return cached
-
-
-def _writable(folder: Path) -> bool:
-    # os.access misses a read-only mount for root: try it.
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return True
-    except OSError:
-        return False
-
-
-def _cache_root() -> Path:
-    home = os.environ.get(ENV_HOME)
-    if home:
-        return Path(home).expanduser() / "cache"
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("dk-mirror", appauthor=False))
-
-
 class TextIndex:
     """One store's tantivy index: opened lazily, synced with the store's change log."""
 
@@ -182,7 +146,7 @@ class TextIndex:
         self._index: tantivy.Index | None = None
         self._analyzer = analyzer()
         self._schema = schema()
-        self._loaded = -1  # the `seq` the open searcher reflects
+        self._loaded: object = -1  # the commit (_commit_key) the open searcher reflects
         self._thread_lock = threading.RLock()
         self._file_lock = FolderLock(folder / LOCK) if folder is not None else None
 
@@ -221,43 +185,66 @@ class TextIndex:
 
     # -- state --------------------------------------------------------------------------
 
-    def state(self) -> int | None:
-        """The change id the index holds up to; None when it must be rebuilt."""
-        if self.folder is None:
-            return self._memory_seq
+    def _recorded(self) -> dict[str, Any] | None:
+        """state.json as written by this version, or None."""
+        assert self.folder is not None
         try:
             found = json.loads((self.folder / STATE).read_text())
         except (OSError, ValueError):
             return None
         if not isinstance(found, dict) or found.get("version") != VERSION:
             return None
-        seq = found.get("seq")
-        return seq if isinstance(seq, int) else None
+        return found if isinstance(found.get("seq"), int) else None
+
+    def state(self) -> int | None:
+        """The change id the index holds up to; None when it must be repaired or rebuilt."""
+        if self.folder is None:
+            return self._memory_seq
+        found = self._recorded()
+        return None if found is None or found.get("pending") else int(found["seq"])
+
+    def _interrupted(self) -> int | None:
+        """The change id a bulk write that published part of its pages and did not finish
+        started from, when the names of those pages are on disk (see _repair)."""
+        if self.folder is None:
+            return None
+        found = self._recorded()
+        if found is None or not found.get("pending") or not self._pending().exists():
+            return None
+        return int(found["seq"])
+
+    def _pending(self) -> PendingNames:
+        assert self.folder is not None
+        return PendingNames(self.folder / PENDING)
 
     def _diverged(self, raw: Any, seq: int) -> bool:
         """Whether the store logged another page at id `seq` than the index recorded: a store
         copied back from an older file has written other changes under the same ids."""
         if self.folder is None:
             return False
-        try:
-            last = json.loads((self.folder / STATE).read_text()).get("last")
-        except (OSError, ValueError, AttributeError):
+        found = self._recorded()
+        if found is None:
             return True
-        found = name_at(raw, seq)
-        return last is not None and found is not None and found != last
+        logged = name_at(raw, seq)
+        last = found.get("last")
+        return last is not None and logged is not None and logged != last
 
     _memory_seq: int | None = None
 
-    def _save_state(self, seq: int, last: str | None) -> None:
+    def _save_state(self, seq: int, last: str | None, *, pending: bool = False) -> None:
         """Record that the index holds the changes up to id `seq`, and the page logged at it
-        (`name_at`; the indexer prunes the log below it, never it)."""
+        (`name_at`; the indexer prunes the log below it, never it). `pending`: and the pages
+        named in PENDING, which a bulk write may not have committed to the store."""
         if self.folder is None:
-            self._memory_seq = seq
+            self._memory_seq = None if pending else seq
             return
         # Written whole, then renamed over the old one: a crash leaves one or the other.
         tmp = self.folder / (STATE + ".tmp")
+        state = {"version": VERSION, "seq": seq, "last": last}
+        if pending:
+            state["pending"] = True
         with open(tmp, "w") as out:
-            json.dump({"version": VERSION, "seq": seq, "last": last}, out)
+            json.dump(state, out)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, self.folder / STATE)
@@ -302,11 +289,22 @@ class TextIndex:
         if sync:
             self.sync(raw, wait=SEARCH_WAIT)
         index = self._open()
-        seq = self.state()
-        if seq != self._loaded:
+        # Reloaded when tantivy committed since (its meta.json rewritten), not when the state's
+        # id moved: a failed import's pages, published and then repaired, leave the same id.
+        key = self._commit_key()
+        if key != self._loaded:
             index.reload()
-            self._loaded = seq if seq is not None else -1
+            self._loaded = key
         return index.searcher()
+
+    def _commit_key(self) -> object:
+        if self.folder is None:
+            return object()  # an in-memory index (tests, scratch stores): reloaded each time
+        try:
+            meta = os.stat(self.folder / "meta.json")
+        except OSError:
+            return None
+        return (meta.st_mtime_ns, meta.st_size, meta.st_ino)
 
     def lag(self, raw: Any) -> int | None:
         """How many changes the index is behind the store (None: it must be rebuilt)."""
@@ -345,13 +343,24 @@ class TextIndex:
             if seq is not None and seq >= head:
                 return 0
             first = raw.execute(_FIRST_CHANGE).fetchone()[0]
-            if seq is None or (first or head + 1) > seq + 1 or self._diverged(raw, seq):
+            repair = self._interrupted() if seq is None else None
+            since = seq if seq is not None else repair
+            if since is None or (first or head + 1) > since + 1 or self._diverged(raw, since):
                 return self._rebuild(raw, head)
             # Parts committed before the state is saved are applied again after a crash: each
             # change is idempotent (the page's entry removed, its current one added).
             with self._committing() as writer:
-                count = apply_changes(writer, raw, seq, head, parts=Parts(writer))
+                parts = Parts(writer)
+                count = 0
+                if repair is not None:
+                    # An import that failed or died: the pages it published, as the store
+                    # holds them now (its own version if it committed, else the one before).
+                    for names in self._pending().batches():
+                        count += apply_names(writer, raw, names, parts)
+                count += apply_changes(writer, raw, since, head, parts=parts)
             self._save_state(head, name_at(raw, head))
+            if repair is not None:
+                self._pending().clear()
             return count
 
     def rebuild(self, raw: Any) -> int:
@@ -372,8 +381,10 @@ class TextIndex:
                 for entry in rows:
                     writer.add_document(entry.document())
                 count += len(rows)
-                parts.added(len(rows))
+                parts.added([entry.name for entry in rows])
         self._save_state(head, name_at(raw, head))
+        if self.folder is not None:
+            self._pending().clear()
         return count
 
     def _writer(self) -> tantivy.IndexWriter:
@@ -405,6 +416,8 @@ class TextIndex:
             if seq is None:
                 raise RuntimeError("the search index could not be brought up to date")
             writer = self._writer()
+            if self.folder is not None:
+                self._pending().clear()  # of a write the sync above repaired, or finished
             session = Session(self, writer, seq)
             try:
                 yield session
@@ -426,11 +439,13 @@ class Session:
     def __init__(self, owner: TextIndex, writer: tantivy.IndexWriter, seq: int) -> None:
         self._owner = owner
         self._writer = writer
+        self._start = seq
         self._mark = seq  # the change log's last id whose page the index has staged
-        # Entries staged here are published by a part commit before the store commits, so the
-        # recorded state goes first: if the import then fails or the process dies, the next
-        # sync rebuilds the index.
-        self._parts = Parts(writer, before=owner._forget_state)
+        # Entries staged here are published by a part commit before the store commits, so
+        # their names and the state saying so go first: if the import then fails or the
+        # process dies, the next sync repairs those pages.
+        self._parts = Parts(writer, before=self._publishing)
+        self._marked = False
         self._head: int | None = None
         self._last: str | None = None  # the page logged at _head
         self.committed = False
@@ -446,10 +461,21 @@ class Session:
             self._writer.delete_documents_by_term("name", entry.name)
             self._writer.add_document(entry.document())
             staged.add(entry.name)
-        self._parts.added(len(staged))
+        self._parts.added(list(staged))
         # Whatever else this batch's statements logged (a copy written unchanged, a trigger),
         # read back now: a set of every staged name would grow with the import.
         self._catch_up(raw, skip=staged)
+
+    def _publishing(self, names: list[str]) -> None:
+        owner = self._owner
+        if owner.folder is None:  # an in-memory store: its index is rebuilt instead
+            owner._forget_state()
+            return
+        owner._pending().append(names)
+        if not self._marked:
+            found = owner._recorded()
+            owner._save_state(self._start, found.get("last") if found else None, pending=True)
+            self._marked = True
 
     def _catch_up(self, raw: Any, skip: set[str] | None = None) -> None:
         head = store_seq(raw)
@@ -474,29 +500,8 @@ class Session:
         self._writer.commit()
         self.committed = True
         self._owner._save_state(self._head, self._last)
-
-
-class Parts:
-    """Commits a writer every COMMIT_EVERY pages: tantivy holds what it indexed since its last
-    commit in memory (about 2.5 KB a page), so one commit for a large import or rebuild would
-    grow with it. `before` runs before each part commit."""
-
-    def __init__(self, writer: tantivy.IndexWriter, before: Callable[[], None] | None = None):
-        self._writer = writer
-        self._before = before
-        self._pending = 0
-
-    def added(self, count: int) -> None:
-        self._pending += count
-        if self._pending >= COMMIT_EVERY:
-            self.commit()
-
-    def commit(self) -> None:
-        if self._before is not None:
-            self._before()
-        self._writer.commit()
-        trim()
-        self._pending = 0
+        if self._owner.folder is not None:
+            self._owner._pending().clear()
 
 
 def _release(writer: tantivy.IndexWriter) -> None:
@@ -536,24 +541,33 @@ def apply_changes(
             break
         after = rows[-1][0]
         names = list(dict.fromkeys(name for _, name in rows if not skip or name not in skip))
-        if not names:
-            continue
-        found = {
-            name: (title, description, content)
-            for name, title, description, content in raw.execute(
-                _DOCS.format(marks=", ".join("?" * len(names))), names
-            )
-        }
-        for name in names:
-            writer.delete_documents_by_term("name", name)
-            stored = found.get(name)
-            if stored is not None and stored[2] is not None:
-                title, description, content = stored
-                text = inflate(content) or ""
-                writer.add_document(entry_of(name, title, description, text).document())
-                count += 1
-        if parts is not None:
-            parts.added(len(names))
+        if names:
+            count += apply_names(writer, raw, names, parts)
+    return count
+
+
+def apply_names(
+    writer: tantivy.IndexWriter, raw: Any, names: list[str], parts: Parts | None = None
+) -> int:
+    """Stage these pages as the store holds them: each one's entry removed, its current one
+    added if it has content. Returns how many were added."""
+    count = 0
+    found = {
+        name: (title, description, content)
+        for name, title, description, content in raw.execute(
+            _DOCS.format(marks=", ".join("?" * len(names))), names
+        )
+    }
+    for name in names:
+        writer.delete_documents_by_term("name", name)
+        stored = found.get(name)
+        if stored is not None and stored[2] is not None:
+            title, description, content = stored
+            text = inflate(content) or ""
+            writer.add_document(entry_of(name, title, description, text).document())
+            count += 1
+    if parts is not None:
+        parts.added(names)
     return count
 
 
