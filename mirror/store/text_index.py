@@ -205,7 +205,7 @@ class TextIndex:
 
     def _interrupted(self) -> int | None:
         """The change id a bulk write that published part of its pages and did not finish
-        started from, when the names of those pages are on disk (see _repair)."""
+        started from, when the names of those pages are on disk (sync repairs them)."""
         if self.folder is None:
             return None
         found = self._recorded()
