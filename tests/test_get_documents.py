@@ -120,7 +120,9 @@ def test_retries_stop_at_the_overall_deadline(make_mirror, emulator):
     start = time.monotonic()
     with pytest.raises(Unavailable) as caught:
         mirror.get_documents(TF[:1])
-    assert time.monotonic() - start < 1.5
+    # The last attempt may start just before the deadline and take its 0.3 s; 50 attempts
+    # would take 15 s. The margin is for a loaded machine (CI measured 1.76 s beside a bench).
+    assert time.monotonic() - start < 3.0
     assert 2 <= emulator.count(BATCH) <= 4
     assert "deadline" in str(caught.value) or "attempt" in str(caught.value)
 
