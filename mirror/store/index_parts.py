@@ -6,7 +6,7 @@ commit for a large import, sync or rebuild would grow with it. A bulk write (an 
 commits the index in parts publishes entries of pages its store transaction may yet roll back;
 their names go to a file in the index folder first, so after a failure or a crash the next sync
 repairs just those pages (and the changes logged since) instead of rebuilding the whole index
-(about 30 minutes at a million pages).
+(tantivy indexes about 1,200 pages/s on a 2-core machine: tens of minutes at a million pages).
 """
 
 from __future__ import annotations
