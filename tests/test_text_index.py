@@ -34,6 +34,29 @@ def _docs(start: int, count: int, word: str = "otter") -> list[Document]:
     ]
 
 
+def _indexed_store(db: Path) -> str:
+    """A store of 50 "otter" pages at `db`, indexed; its URL."""
+    url = f"sqlite:///{db}"
+    store = Store.open(url)
+    store.put(_docs(0, 50), fetched_at=0.0, upstream="test")
+    assert len(store.search_local("otter", limit=100)) == 50
+    store.close()
+    return url
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> list[tuple[object, ...]]:
+    """Record the arguments of every call of `owner.method` (which still runs)."""
+    calls: list[tuple[object, ...]] = []
+    real = getattr(owner, method)
+
+    def spying(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, method, spying)
+    return calls
+
+
 def _child(code: str, *, output: bool = False) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)],
@@ -78,11 +101,7 @@ def test_a_process_killed_while_indexing_leaves_an_index_the_next_search_repairs
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "store.sqlite3"
-    url = f"sqlite:///{db}"
-    store = Store.open(url)
-    store.put(_docs(0, 50), fetched_at=0.0, upstream="test")
-    assert len(store.search_local("otter", limit=100)) == 50
-    store.close()
+    url = _indexed_store(db)
     # A writer that dies in the middle of indexing its own commit (after tantivy indexed part
     # of it, before anything was committed or recorded).
     child = _child(
@@ -128,11 +147,7 @@ def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_reb
     from mirror.store import text_index
 
     db = tmp_path / "store.sqlite3"
-    url = f"sqlite:///{db}"
-    store = Store.open(url)
-    store.put(_docs(0, 50), fetched_at=0.0, upstream="test")
-    assert len(store.search_local("otter", limit=100)) == 50
-    store.close()
+    url = _indexed_store(db)
     child = _child(
         f"""
         import os
@@ -163,13 +178,7 @@ def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_reb
     assert child.wait(timeout=120) == 9
     folder = Path(f"{db}-search")
     assert (folder / text_index.PENDING).is_file()
-    rebuilds: list[int] = []
-    real_rebuild = text_index.TextIndex._rebuild
-    monkeypatch.setattr(
-        text_index.TextIndex,
-        "_rebuild",
-        lambda self, raw, head: rebuilds.append(head) or real_rebuild(self, raw, head),
-    )
+    rebuilds = _spy(monkeypatch, text_index.TextIndex, "_rebuild")
     store = Store.open(url)
     try:
         assert store.search_local("badger", limit=100) == []
@@ -269,21 +278,13 @@ def test_a_bulk_write_that_fails_after_the_index_committed_part_of_it_leaves_no_
 
     monkeypatch.setattr(index_parts, "COMMIT_EVERY", 3)
     monkeypatch.setattr("mirror.store.store.PUT_BATCH", 2)  # batches written before the error
-    parts: list[object] = []
-    real = index_parts.Parts.commit
-    monkeypatch.setattr(index_parts.Parts, "commit", lambda self: parts.append(self) or real(self))
+    parts = _spy(monkeypatch, index_parts.Parts, "commit")
     url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
     store = Store.open(url)
     try:
         store.put(_docs(0, 5), fetched_at=0.0, upstream="test")
         assert len(store.search_local("otter", limit=10)) == 5  # indexed before the import
-        rebuilds: list[object] = []
-        real_rebuild = text_index.TextIndex._rebuild
-        monkeypatch.setattr(
-            text_index.TextIndex,
-            "_rebuild",
-            lambda self, raw, head: rebuilds.append(head) or real_rebuild(self, raw, head),
-        )
+        rebuilds = _spy(monkeypatch, text_index.TextIndex, "_rebuild")
 
         def failing() -> object:
             yield from _docs(0, 5, "badger")  # the pages already stored, changed
@@ -345,11 +346,7 @@ def test_large_syncs_and_rebuilds_commit_the_index_in_parts(
 
     monkeypatch.setattr(index_parts, "COMMIT_EVERY", 4)
     monkeypatch.setattr(text_index, "_BATCH", 4)  # pages read back per statement
-    commits: list[object] = []
-    real = index_parts.Parts.commit
-    monkeypatch.setattr(
-        index_parts.Parts, "commit", lambda self: commits.append(self) or real(self)
-    )
+    commits = _spy(monkeypatch, index_parts.Parts, "commit")
     store = Store.open(f"sqlite:///{tmp_path / 'store.sqlite3'}")
     try:
         store.put(_docs(0, 2), fetched_at=0.0, upstream="test")
