@@ -336,18 +336,20 @@ def test_two_processes_on_one_store_stay_under_the_quota_together(
 def test_a_429_slows_both_processes_and_retry_after_is_honoured(
     tmp_path: Path, db_url: str
 ) -> None:
-    docs = synthetic_documents(800)
+    docs = synthetic_documents(1000)
     names = [d["name"] for d in docs]
-    # 8 batches and 32: the other process has calls left for well over a second after the
-    # 429 even when a loaded machine starts the first one late.
-    mine, theirs = names[:160], names[160:]
-    hit = mine[100]  # in the 6th batch of the first process, while the other is running
+    # 15 batches and 35, the 429 in the first process's 14th: with the two sharing 10 calls
+    # a second, about 2.5 s after the first call, so the other process (whose interpreter may
+    # start a second late) is running by then, and has calls left for over a second after it.
+    # (With the 429 in the 6th batch, 0.6 s in, the other had sometimes not begun: 1 in 4.)
+    mine, theirs = names[:300], names[300:]
+    hit = mine[260]  # in the 14th batch of the first process, while the other is running
     with Emulator(docs) as emu:
         emu.inject(Fault("status", status=429, retry_after="1"), times=1, name=hit)
         # 600/min over 2 s windows: 20 per window, 0.125 s apart; no quota enforced upstream.
         run_two_fetches(emu, db_url, tmp_path, (mine, theirs), 600)
         calls = _batch_gets(emu)
-    assert _stored(db_url) == 800
+    assert _stored(db_url) == 1000
     (refused,) = [r for r in calls if r.status == 429]
     retried = [r for r in calls if hit in r.query["names"] and r.status == 200]
     assert len(retried) == 1 and retried[0].at >= refused.at + 0.95  # Retry-After: 1
