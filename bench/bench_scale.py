@@ -287,6 +287,8 @@ def measure(
     cache: Path, size: int, imported: dict[str, float], queries: int, corpus_dir: str | None
 ) -> dict[str, float]:
     """Every figure of the table for the store of `size`."""
+    from bench.bench_search import index_bytes
+
     db = cache / f"store-{size}.sqlite3"
     fig: dict[str, float] = {
         "import_peak": imported["peak"],
@@ -301,10 +303,7 @@ def measure(
             "SELECT coalesce(sum(length(CAST(dk_inflate(content) AS BLOB))), 0) FROM documents"
         ).fetchone()[0]
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    # The search index lives in a folder beside the file (mirror/store/text_index.py).
-    index = Path(f"{db}-search")
-    index_bytes = sum(p.stat().st_size for p in index.iterdir() if p.is_file())
-    fig["space"] = (db.stat().st_size + index_bytes) / markdown
+    fig["space"] = (db.stat().st_size + index_bytes(db)) / markdown
     fig["status"] = min(run_child(["status", "--db", str(db)])[0] for _ in range(3))
     heads = [ls_head(db) for _ in range(3)]
     fig["ls_head"] = min(h[0] for h in heads)

@@ -266,9 +266,10 @@ def latency(store: Store, bare_db: Path, queries: list[str]) -> tuple[list[float
 
 
 def index_bytes(db: Path) -> int:
-    """Bytes of the search index: the tantivy folder beside the store (text_index.py)."""
+    """Bytes of the search index: the tantivy folder beside the store, its shards' folders
+    included (text_index.py)."""
     folder = Path(f"{db}-search")
-    return sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
 def _time(func: Callable[[], object]) -> float:

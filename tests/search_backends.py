@@ -55,4 +55,4 @@ def _tantivy_entries(store, name: str | None) -> int:  # type: ignore[no-untyped
         if name is None:
             return int(searcher.num_docs)
         query = tantivy.Query.term_query(index.schema, "name", name)
-        return int(searcher.search(query, 1, count=True).count)
+        return len(searcher.search(query, 10))

@@ -162,9 +162,9 @@ def test_the_index_holds_no_copy_of_the_text(store: Store) -> None:
         index = store.text_index()
         with store.engine.connect() as conn, conn.begin():
             searcher = index.searcher(conn.connection.driver_connection)
-            hits = searcher.search(tantivy.Query.all_query(), 100).hits
+            hits = searcher.search(tantivy.Query.all_query(), 100)
             assert len(hits) == len(DOCS)
-            assert all(set(searcher.doc(a).to_dict()) == {"name"} for _, a in hits)
+            assert all(set(searcher.doc(hit).to_dict()) == {"name"} for _, hit in hits)
 
 
 def _damage(store: Store) -> None:
@@ -183,9 +183,10 @@ def _damage(store: Store) -> None:
     index = store.text_index()
     with store.engine.connect() as conn, conn.begin():
         index.searcher(conn.connection.driver_connection)  # synced first
-    writer = index._open().writer(15_000_000, 1)
-    writer.delete_documents_by_term("name", f"documents/{SOURCE}/sea")
-    writer.add_document(tantivy.Document(name=f"documents/{SOURCE}/ghost", body="ghost words"))
+    writer = index._open().writer(32 << 20, 2)
+    writer.delete(f"documents/{SOURCE}/sea")
+    ghost = f"documents/{SOURCE}/ghost"
+    writer.add(ghost, tantivy.Document(name=ghost, body="ghost words"))
     writer.commit()
     writer.wait_merging_threads()
 

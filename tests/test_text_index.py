@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mirror.models import Document
+from mirror.store import index_shards
 from mirror.store.folder_lock import FolderLock
 from mirror.store.store import Store
 
@@ -190,9 +191,15 @@ def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_reb
         store.close()
 
 
-def test_concurrent_searches_while_pages_are_written_and_deleted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("split_from", [None, 150], ids=["one-shard", "split"])
+def test_concurrent_searches_while_pages_are_written_and_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_from: int | None
+) -> None:
     """32 searching threads and a writer: no error, every page found is in the store, and each
-    search sees at least the pages committed before it began."""
+    search sees at least the pages committed before it began. Split: the writes spread the
+    index over its shards (index_shards.py), which every search then searches at once."""
+    if split_from is not None:
+        monkeypatch.setattr(index_shards, "SPLIT_FROM", split_from)
     store = Store.open(f"sqlite:///{tmp_path / 'store.sqlite3'}")
     store.size_for(32)
     store.put(_docs(0, 200), fetched_at=0.0, upstream="test")

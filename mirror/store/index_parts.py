@@ -16,8 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import tantivy
-
+from .index_shards import ShardWriter
 from .native_memory import trim
 
 # Pages indexed between two commits of a large write.
@@ -32,7 +31,7 @@ class Parts:
 
     def __init__(
         self,
-        writer: tantivy.IndexWriter,
+        writer: ShardWriter,
         before: Callable[[list[str]], None] | None = None,
     ) -> None:
         self._writer = writer

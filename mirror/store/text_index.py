@@ -3,10 +3,11 @@
 Why tantivy and not SQLite's FTS5, which this replaced (migration 0013): FTS5 called a BM25
 function per matching page (a common word took 1 s at p50 at 1M pages), and its index writes
 were two thirds of an import's writer time (580 pages/s at 1M). Tantivy scores block-compressed
-postings in compiled code (a common word at 1M pages: p50 13-16 ms), and indexes on threads
-of its own, outside the GIL. Its block-max WAND, which would skip the blocks that cannot reach
-the top results, is out of reach: tantivy-py 0.27 wraps every search's top-docs collector in a
-MultiCollector, which scores every matching page (seen in a native profile).
+postings in compiled code (a common word at 1M pages: p50 13-16 ms on one thread, 10 ms in
+two shards), and indexes on threads of its own, outside the GIL. Its block-max WAND, which
+would skip the blocks that cannot reach the top results, is out of reach: tantivy-py 0.27 wraps
+every search's top-docs collector in a MultiCollector, which scores every matching page (seen
+in a native profile); a large index is split in shards searched at once instead.
 
 The store stays the source of truth; the folder holds nothing that cannot be rebuilt from it:
 
@@ -33,6 +34,8 @@ The store stays the source of truth; the folder holds nothing that cannot be reb
   pages back as the store holds them, then applies the log, instead of rebuilding.
 - One process indexes at a time: a lock file in the folder (folder_lock.py), plus a thread
   lock.
+- The index is tantivy indexes in shard folders (index_shards.py): one while it is small; past
+  SPLIT_FROM pages, new pages are spread over two, which each search searches at once.
 
 A store on a read-only volume gets its index in the user cache folder instead.
 """
@@ -44,7 +47,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,16 +60,26 @@ from .compression import inflate
 from .folder_lock import FolderLock
 from .index_folder import LOCK, STATE
 from .index_parts import Parts, PendingNames
+from .index_shards import (
+    SHARDS,
+    ShardedIndex,
+    ShardSearcher,
+    ShardWriter,
+    commit_key,
+    remove_folders,
+    shard_folders,
+)
 from .native_memory import trim
 
 log = logging.getLogger("mirror.store")
 
-# Bump when the fields or the analyzer change: an index of another version is rebuilt.
-VERSION = 1
+# Bump when the fields, the analyzer or the sharding change: an index of another version is
+# rebuilt (2: split in index_shards.SHARDS shards).
+VERSION = 2
 FIELDS = ("title", "description", "headings", "body", "side")
 ANALYZER = "dk_text"
-# Memory for tantivy's indexing buffers, split between its threads (at least 15 MB each):
-# larger buffers write fewer, larger segments; this keeps an import's peak RSS bounded.
+# Memory for tantivy's indexing buffers, split between the shards' threads (at least 15 MB
+# each): larger buffers write fewer, larger segments; this keeps an import's peak RSS bounded.
 WRITER_HEAP = 32 << 20
 WRITER_THREADS = 2
 # Names of pages a bulk write indexed before its store committed (index_parts.PendingNames).
@@ -143,7 +156,7 @@ class TextIndex:
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
-        self._index: tantivy.Index | None = None
+        self._index: ShardedIndex | None = None
         self._analyzer = analyzer()
         self._schema = schema()
         self._loaded: object = -1  # the commit (_commit_key) the open searcher reflects
@@ -158,27 +171,37 @@ class TextIndex:
         """`text` as the index's tokens."""
         return list(self._analyzer.analyze(text))
 
-    def _open(self) -> tantivy.Index:
+    def _open(self) -> ShardedIndex:
         if self._index is None:
             if self.folder is None:
-                index = tantivy.Index(self._schema)
+                shards = [tantivy.Index(self._schema) for _ in range(SHARDS)]
             else:
-                self.folder.mkdir(parents=True, exist_ok=True)
                 try:
-                    index = tantivy.Index(self._schema, path=str(self.folder), reuse=True)
+                    shards = [self._open_shard(path, reuse=True) for path in self._shards()]
                 except (ValueError, OSError):
                     # Damaged (a disk that lost files) or of another schema: the folder holds
                     # nothing the store cannot give again.
                     log.warning("search index at %s unreadable: rebuilding it", self.folder)
                     self._forget_state()
                     self._clear()
-                    index = tantivy.Index(self._schema, path=str(self.folder), reuse=False)
-            index.register_tokenizer(ANALYZER, self._analyzer)
-            self._index = index
+                    shards = [self._open_shard(path, reuse=False) for path in self._shards()]
+            for shard in shards:
+                shard.register_tokenizer(ANALYZER, self._analyzer)
+            self._index = ShardedIndex(shards)
         return self._index
+
+    def _shards(self) -> list[Path]:
+        assert self.folder is not None
+        return shard_folders(self.folder)
+
+    def _open_shard(self, path: Path, *, reuse: bool) -> tantivy.Index:
+        path.mkdir(parents=True, exist_ok=True)
+        return tantivy.Index(self._schema, path=str(path), reuse=reuse)
 
     def _clear(self) -> None:
         assert self.folder is not None
+        remove_folders(self.folder)
+        # And the files of an index of version 1, one tantivy index in the folder itself.
         for path in self.folder.iterdir():
             if path.name != LOCK and path.is_file():
                 path.unlink()
@@ -283,14 +306,15 @@ class TextIndex:
 
     # -- reading ------------------------------------------------------------------------
 
-    def searcher(self, raw: Any, *, sync: bool = True) -> tantivy.Searcher:
+    def searcher(self, raw: Any, *, sync: bool = True) -> ShardSearcher:
         """A searcher that reflects the store as `raw` (an sqlite3 connection in a read
         transaction) sees it: stale changes applied first when no one else is indexing."""
         if sync:
             self.sync(raw, wait=SEARCH_WAIT)
         index = self._open()
-        # Reloaded when tantivy committed since (its meta.json rewritten), not when the state's
-        # id moved: a failed import's pages, published and then repaired, leave the same id.
+        # Reloaded when tantivy committed since (a shard's meta.json rewritten), not when the
+        # state's id moved: a failed import's pages, published and then repaired, leave the
+        # same id.
         key = self._commit_key()
         if key != self._loaded:
             index.reload()
@@ -300,11 +324,7 @@ class TextIndex:
     def _commit_key(self) -> object:
         if self.folder is None:
             return object()  # an in-memory index (tests, scratch stores): reloaded each time
-        try:
-            meta = os.stat(self.folder / "meta.json")
-        except OSError:
-            return None
-        return (meta.st_mtime_ns, meta.st_size, meta.st_ino)
+        return commit_key(self.folder)
 
     def lag(self, raw: Any) -> int | None:
         """How many changes the index is behind the store (None: it must be rebuilt)."""
@@ -317,12 +337,7 @@ class TextIndex:
     def entry_names(self, raw: Any, batch: int = _BATCH) -> Iterator[list[str]]:
         """The name of every entry the index holds, in batches (as it is: no sync)."""
         self._open().reload()  # as it is on disk now, whoever wrote it
-        searcher = self.searcher(raw, sync=False)
-        everything = tantivy.Query.all_query()
-        for offset in range(0, searcher.num_docs, batch):
-            hits = searcher.search(everything, batch, count=False, offset=offset).hits
-            if hits:
-                yield names_of(searcher, hits)
+        yield from self.searcher(raw, sync=False).every_name(batch)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -379,7 +394,7 @@ class TextIndex:
             parts = Parts(writer)
             for rows in all_documents(raw):
                 for entry in rows:
-                    writer.add_document(entry.document())
+                    writer.add(entry.name, entry.document())
                 count += len(rows)
                 parts.added([entry.name for entry in rows])
         self._save_state(head, name_at(raw, head))
@@ -387,11 +402,11 @@ class TextIndex:
             self._pending().clear()
         return count
 
-    def _writer(self) -> tantivy.IndexWriter:
+    def _writer(self) -> ShardWriter:
         return self._open().writer(WRITER_HEAP, WRITER_THREADS)
 
     @contextlib.contextmanager
-    def _committing(self) -> Iterator[tantivy.IndexWriter]:
+    def _committing(self) -> Iterator[ShardWriter]:
         """A writer whose work is committed when the block ends, rolled back if it fails."""
         writer = self._writer()
         try:
@@ -436,7 +451,7 @@ class TextIndex:
 class Session:
     """Pages staged into the index during one store transaction (TextIndex.session)."""
 
-    def __init__(self, owner: TextIndex, writer: tantivy.IndexWriter, seq: int) -> None:
+    def __init__(self, owner: TextIndex, writer: ShardWriter, seq: int) -> None:
         self._owner = owner
         self._writer = writer
         self._start = seq
@@ -455,11 +470,11 @@ class Session:
         content; called after their rows were written, on `raw`, the writing connection."""
         staged: set[str] = set()
         for name in gone:
-            self._writer.delete_documents_by_term("name", name)
+            self._writer.delete(name)
             staged.add(name)
         for entry in entries:
-            self._writer.delete_documents_by_term("name", entry.name)
-            self._writer.add_document(entry.document())
+            self._writer.delete(entry.name)
+            self._writer.add(entry.name, entry.document())
             staged.add(entry.name)
         self._parts.added(list(staged))
         # Whatever else this batch's statements logged (a copy written unchanged, a trigger),
@@ -504,7 +519,7 @@ class Session:
             self._owner._pending().clear()
 
 
-def _release(writer: tantivy.IndexWriter) -> None:
+def _release(writer: ShardWriter) -> None:
     # Tantivy frees its lock on the index when the writer is gone; waiting for its merges
     # consumes it (merging threads finish the segments they started).
     with contextlib.suppress(Exception):
@@ -525,7 +540,7 @@ def store_seq(raw: Any) -> int:
 
 
 def apply_changes(
-    writer: tantivy.IndexWriter,
+    writer: ShardWriter,
     raw: Any,
     after: int,
     head: int,
@@ -546,9 +561,7 @@ def apply_changes(
     return count
 
 
-def apply_names(
-    writer: tantivy.IndexWriter, raw: Any, names: list[str], parts: Parts | None = None
-) -> int:
+def apply_names(writer: ShardWriter, raw: Any, names: list[str], parts: Parts | None = None) -> int:
     """Stage these pages as the store holds them: each one's entry removed, its current one
     added if it has content. Returns how many were added."""
     count = 0
@@ -559,12 +572,12 @@ def apply_names(
         )
     }
     for name in names:
-        writer.delete_documents_by_term("name", name)
+        writer.delete(name)
         stored = found.get(name)
         if stored is not None and stored[2] is not None:
             title, description, content = stored
             text = inflate(content) or ""
-            writer.add_document(entry_of(name, title, description, text).document())
+            writer.add(name, entry_of(name, title, description, text).document())
             count += 1
     if parts is not None:
         parts.added(names)
@@ -580,8 +593,3 @@ def all_documents(raw: Any) -> Iterator[list[Entry]]:
             return
         yield [entry_of(n, t, d, inflate(c) or "") for n, t, d, c in rows]
         after = rows[-1][0]
-
-
-def names_of(searcher: tantivy.Searcher, hits: Sequence[tuple[float, Any]]) -> list[str]:
-    """The resource names of search hits, in order."""
-    return [searcher.doc(address)["name"][0] for _, address in hits]

@@ -24,8 +24,9 @@ import tantivy
 
 from ..search import lexical, translations
 from .compression import inflate
+from .index_shards import ShardSearcher
 from .ranking import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit, grouped
-from .text_index import FIELDS, TextIndex, names_of
+from .text_index import FIELDS, TextIndex
 
 # Score weight per field (title, description, heading lines, body, side column). Tantivy
 # scores each field's BM25 with its own length norm, so a title match already weighs more than
@@ -159,7 +160,7 @@ def _present(raw: Any, names: Sequence[str], where: Filtered | None) -> set[str]
 
 def _page(
     raw: Any,
-    searcher: Any,
+    searcher: ShardSearcher,
     query: Any,
     need: int,
     where: Filtered | None,
@@ -169,8 +170,8 @@ def _page(
     (score, name), best first, ties by name."""
     count = need + 1
     while True:
-        hits = searcher.search(query, count, count=False).hits
-        names = names_of(searcher, hits)
+        hits = searcher.search(query, count)
+        names = searcher.names(hits)
         present = _present(raw, names, where)
         found = sorted(
             (
@@ -197,14 +198,16 @@ def _page(
     narrowed = Query.boolean_query(
         [(Occur.Must, query), (Occur.Must, Query.term_set_query(builder.schema, "name", allowed))]
     )
-    hits = searcher.search(narrowed, need, count=False).hits
-    names = names_of(searcher, hits)
+    hits = searcher.search(narrowed, need)
+    names = searcher.names(hits)
     present = _present(raw, names, where)
     rows = [(score, n) for (score, _), n in zip(hits, names, strict=True) if n in present]
     return sorted(rows, key=lambda row: (-row[0], row[1]))
 
 
-def _correct(index: TextIndex, searcher: Any, terms: list[lexical.Term]) -> list[lexical.Term]:
+def _correct(
+    index: TextIndex, searcher: ShardSearcher, terms: list[lexical.Term]
+) -> list[lexical.Term]:
     """The terms with each word that matches no page replaced by the closest term of the
     index's vocabulary (stems 1 edit apart, 2 for long ones; the most frequent wins)."""
     for word in lexical.words_of(terms):
@@ -266,7 +269,7 @@ def _add(
 
 
 def _untranslated_first(
-    searcher: Any, builder: _Builder, hits: list[DocumentHit], terms: list[lexical.Term]
+    searcher: ShardSearcher, builder: _Builder, hits: list[DocumentHit], terms: list[lexical.Term]
 ) -> list[DocumentHit]:
     """`hits` with untranslated pages ahead of translations that hold no more of the query's
     terms (mirror.search.translations says why). Costs nothing without a translation."""
@@ -280,8 +283,7 @@ def _untranslated_first(
         if whole is None:
             continue
         query = Query.boolean_query([(Occur.Must, whole), (Occur.Must, among)])
-        found = searcher.search(query, len(names), count=False).hits
-        for name in names_of(searcher, found):
+        for name in searcher.names(searcher.search(query, len(names))):
             held[name] += 1
     ordered = translations.untranslated_first(hits, lambda h: h.name, held)
     # Positions keep their ranks and scores: the list stays best first whatever moved.
