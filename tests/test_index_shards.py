@@ -1,7 +1,8 @@
 """A large search index spreads its pages over shards searched at once (index_shards.py): the
-same pages found, once each, best first, through writes, rewrites, deletes, rebuilds and a
-kill, on real SQLite files and tantivy folders. SPLIT_FROM is lowered so that a few dozen
-pages make a large index."""
+same pages found, once each, best first, through writes, rewrites, deletes and rebuilds, on
+real SQLite files and tantivy folders (a killed import and concurrent searches on a split
+index: tests/test_text_index.py). SPLIT_FROM is lowered so that a few dozen pages make a
+large index."""
 
 from __future__ import annotations
 

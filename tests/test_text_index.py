@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tantivy
 
 from mirror.models import Document
 from mirror.store import index_shards
@@ -139,23 +140,28 @@ def test_a_process_killed_while_indexing_leaves_an_index_the_next_search_repairs
         store.close()
 
 
+@pytest.mark.parametrize("split_from", [100_000, 30], ids=["one-shard", "split"])
 def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_rebuilt(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_from: int
 ) -> None:
     """kill -9 in the middle of an import whose index had committed some of its pages: the
     store never committed them, and the next search puts back just those pages (the names the
-    import wrote down before each part commit), not the whole index."""
+    import wrote down before each part commit), not the whole index. Split: the 50 pages were
+    indexed in shard 0, the import rewrites them into the shards of their names (index_shards)
+    and the repair takes its entries out of both."""
     from mirror.store import text_index
 
+    monkeypatch.setattr(index_shards, "SPLIT_FROM", split_from)
     db = tmp_path / "store.sqlite3"
     url = _indexed_store(db)
     child = _child(
         f"""
         import os
         from mirror.models import Document
-        from mirror.store import index_parts
+        from mirror.store import index_parts, index_shards
         from mirror.store.store import Store
 
+        index_shards.SPLIT_FROM = {split_from}
         index_parts.COMMIT_EVERY = 4
         import mirror.store.store as store_module
         store_module.PUT_BATCH = 2
@@ -179,6 +185,8 @@ def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_reb
     assert child.wait(timeout=120) == 9
     folder = Path(f"{db}-search")
     assert (folder / text_index.PENDING).is_file()
+    if split_from < 50:  # the killed import published pages into the second shard
+        assert tantivy.Index.open(str(folder / "shard-1")).searcher().num_docs > 0
     rebuilds = _spy(monkeypatch, text_index.TextIndex, "_rebuild")
     store = Store.open(url)
     try:
