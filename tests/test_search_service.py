@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -205,3 +206,15 @@ def test_cli_search_and_answer_output(db_url, emulator, monkeypatch):
     assert body["answer"]["answerText"] and body["_mirror"]["quota"]["used"] == 1
     off = runner.invoke(cli, ["--offline", "answer", "What is TensorFlow Hub?"])
     assert "source: recorded" in off.stderr
+
+
+def test_cli_offline_results_are_numbered_by_page(cli_offline):
+    """A page's second chunk is shown under it ("+"), not counted as a result: the pages are
+    numbered 1, 2, 3 (they were once numbered by chunk: 1, 3, 5)."""
+    run = cli_offline
+    assert run("import", "--sample").exit_code == 0
+    result = run("search", "service worker lifecycle")
+    assert result.exit_code == 0, result.stderr
+    numbers = [int(n) for n in re.findall(r"^(\d+)\. ", result.stdout, re.M)]
+    assert "\n   + " in result.stdout  # a second chunk of a page is shown
+    assert len(numbers) >= 3 and numbers == list(range(1, len(numbers) + 1))

@@ -67,17 +67,19 @@ def search(
         click.echo(f"no results ({result.source})", err=True)
         return
     previous = None
+    pages = 0  # numbered by page: a page's second chunk is not a result of its own
     snippets = mirror.snippets(query, [hit.content for hit in result.page.results])
-    for i, (hit, snippet) in enumerate(zip(result.page.results, snippets, strict=True), start=1):
+    for hit, snippet in zip(result.page.results, snippets, strict=True):
         if hit.parent == previous:
             # The same page's next-best chunk (local results are grouped by page).
             click.echo(f"   + {_marked(snippet)}\n")
             continue
         previous = hit.parent
+        pages += 1
         title = hit.document.title if hit.document and hit.document.title else hit.parent
         score = f" {hit.relevance_score:.2f}" if hit.relevance_score is not None else ""
         click.echo(
-            f"{i}. {render.clean(title)}\n   {render.clean(hit.parent)}  [{result.source}{score}]"
+            f"{pages}. {render.clean(title)}\n   {render.clean(hit.parent)}  [{result.source}{score}]"
         )
         click.echo(f"   {_marked(snippet)}\n")
     note = f"source: {result.source}"
