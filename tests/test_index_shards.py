@@ -151,3 +151,23 @@ def test_an_index_of_the_one_folder_layout_is_rebuilt_in_shards(tmp_path: Path) 
         assert _held(store) == [30, 0]
     finally:
         store.close()
+
+
+def test_every_entry_is_walked_once_across_shards_and_pages(
+    tmp_path: Path, split: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`index check` reads every entry: in pages of _WALK per shard, handed out in batches."""
+    monkeypatch.setattr(index_shards, "_WALK", 7)
+    store = Store.open(f"sqlite:///{tmp_path / 'store.sqlite3'}")
+    try:
+        store.put(_docs(0, 50), fetched_at=0.0, upstream="test")
+        assert all(_held(store))
+        with store.engine.connect() as conn, conn.begin():
+            batches = list(store.text_index().entry_names(conn.connection.driver_connection, 3))
+        assert max(map(len, batches)) == 3
+        names = [name for batch in batches for name in batch]
+        assert sorted(names) == [d.name for d in _docs(0, 50)]
+        state = store.check_index()
+        assert (state.indexed, state.orphans, state.stale) == (50, 0, False)
+    finally:
+        store.close()
