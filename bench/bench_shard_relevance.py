@@ -32,11 +32,8 @@ def held(store: Store) -> list[int]:
     """Pages in each shard."""
     index = store.text_index()
     with store.engine.connect() as conn, conn.begin():
-        index.searcher(conn.connection.driver_connection)
-    shards = index._open().shards
-    for shard in shards:
-        shard.reload()
-    return [shard.searcher().num_docs for shard in shards]
+        index.searcher(conn.connection.driver_connection)  # synced first
+    return index._open().held()
 
 
 def main() -> None:

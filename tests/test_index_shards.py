@@ -39,10 +39,7 @@ def _held(store: Store) -> list[int]:
     index = store.text_index()
     with store.engine.connect() as conn, conn.begin():
         index.searcher(conn.connection.driver_connection)  # synced first
-    shards = index._open().shards
-    for shard in shards:
-        shard.reload()
-    return [shard.searcher().num_docs for shard in shards]
+    return index._open().held()
 
 
 def _names(store: Store, query: str) -> list[str]:
