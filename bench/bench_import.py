@@ -28,6 +28,7 @@ from mirror.records import read_documents
 from mirror.service import Mirror
 from mirror.store import compression, text_index
 from mirror.store.index import entry
+from mirror.store.index_entries import Entry
 from mirror.store.rows import document_row as _row
 from mirror.store.schema import documents
 from mirror.store.store import Store
@@ -36,7 +37,7 @@ COLUMNS = tuple(c.name for c in documents.columns)
 INSERT_DOC = f"INSERT OR REPLACE INTO documents ({','.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})"
 
 
-def prepared_rows(path: Path) -> tuple[list[tuple[object, ...]], list[text_index.Entry]]:
+def prepared_rows(path: Path) -> tuple[list[tuple[object, ...]], list[Entry]]:
     """The document rows and index entries dk-mirror writes for the file (untimed)."""
     docs = read_documents(path)
     doc_rows = [tuple(_row(d, 0.0, "raw", packed=True).values()) for d in docs]
@@ -60,7 +61,7 @@ def raw_write(db: Path, doc_rows: list, entries: list) -> None:  # type: ignore[
         index = text_index.TextIndex(folder)._open()
         writer = index.writer(text_index.WRITER_HEAP, text_index.WRITER_THREADS)
         for row in entries:
-            writer.add_document(row.document())
+            writer.add(row.name, row.document())
         writer.commit()
         writer.wait_merging_threads()
 
