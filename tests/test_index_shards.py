@@ -15,6 +15,7 @@ from sqlalchemy import text
 from mirror.models import Document
 from mirror.store import index_shards
 from mirror.store.store import Store
+from tests import test_text_index as text_index_tests
 
 pytestmark = pytest.mark.sqlite_only
 
@@ -22,16 +23,7 @@ SPLIT = 20
 
 
 def _docs(start: int, count: int, word: str = "otter") -> list[Document]:
-    return [
-        Document(
-            name=f"documents/example.dev/p{i:05}",
-            uri=f"https://example.dev/p{i:05}",
-            title=f"Page {i}",
-            # Pages of different lengths and counts of the word: scores differ.
-            content=f"# Page {i}\n\nA {word} page, number w{i:05}.\n" + f"{word} " * (i % 7),
-        )
-        for i in range(start, start + count)
-    ]
+    return text_index_tests._docs(start, count, word, varied=True)
 
 
 def _held(store: Store) -> list[int]:

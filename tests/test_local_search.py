@@ -17,14 +17,15 @@ from sqlalchemy import delete, text
 from mirror.models import Document
 from mirror.search import filters
 from mirror.search.lexical import all_of, any_of, names_code, query_terms
-from mirror.store import index, pg_index, text_index, text_search
+from mirror.store import index, pg_index, text_search
+from mirror.store import index_entries as text_entries
 from mirror.store.schema import documents
 from mirror.store.store import Store
 from tests.search_backends import BACKENDS, index_entries, module_store_url
 
 pytestmark = pytest.mark.both_backends
 # The modules that cut heading lines while indexing: SQLite's and PostgreSQL's.
-INDEX_WRITERS = (text_index, pg_index)
+INDEX_WRITERS = (text_entries, pg_index)
 
 CHROME = "developer.chrome.com"
 TF = "www.tensorflow.org"
@@ -118,7 +119,7 @@ def test_changed_content_replaces_the_old_words(store: Store) -> None:
 def test_unchanged_copies_are_not_reindexed(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     assert store.search_local("walrus")  # SQLite: the index caught up with the first put
     chunked: list[str] = []
-    real = text_index.headings
+    real = text_entries.headings
     for writer in INDEX_WRITERS:
         monkeypatch.setattr(writer, "headings", lambda c: chunked.append(c) or real(c))
     store.put(DOCS, fetched_at=5.0, upstream="again")

@@ -24,13 +24,16 @@ from mirror.store.store import Store
 pytestmark = pytest.mark.sqlite_only
 
 
-def _docs(start: int, count: int, word: str = "otter") -> list[Document]:
+def _docs(start: int, count: int, word: str = "otter", *, varied: bool = False) -> list[Document]:
+    """Pages p{start}.. holding `word` and a word of their own (w00042); `varied`: the word
+    0-6 times more, so that pages score differently."""
     return [
         Document(
             name=f"documents/example.dev/p{i:05}",
             uri=f"https://example.dev/p{i:05}",
             title=f"Page {i}",
-            content=f"# Page {i}\n\nA {word} page, number w{i:05}.\n",
+            content=f"# Page {i}\n\nA {word} page, number w{i:05}.\n"
+            + (f"{word} " * (i % 7) if varied else ""),
         )
         for i in range(start, start + count)
     ]

@@ -18,9 +18,9 @@ from sqlalchemy import ColumnElement, Connection, select, text
 
 from ..models import Document, content_sha256
 from . import sql
+from .index_entries import Entry, entry_of
 from .ranking import DocumentHit, LocalHit
 from .schema import documents
-from .text_index import Entry, entry_of
 
 if TYPE_CHECKING:
     from .text_index import Session, TextIndex

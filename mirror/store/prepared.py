@@ -11,7 +11,7 @@ from ..models import Document
 from .rows import document_row
 
 if TYPE_CHECKING:
-    from .text_index import Entry
+    from .index_entries import Entry
 
 # Documents written per statement by put_stream: bounds memory (a few hundred pages) while
 # keeping executemany batches large enough to cost little per row.

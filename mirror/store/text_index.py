@@ -48,16 +48,14 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
-from ..search import lexical
-from ..search.chunking import headings
 from .compression import inflate
 from .folder_lock import FolderLock
+from .index_entries import ANALYZER, Entry, analyzer, entry_of, schema
 from .index_folder import LOCK, STATE
 from .index_parts import Parts, PendingNames
 from .index_shards import (
@@ -76,8 +74,6 @@ log = logging.getLogger("mirror.store")
 # Bump when the fields, the analyzer or the sharding change: an index of another version is
 # rebuilt (2: split in index_shards.SHARDS shards).
 VERSION = 2
-FIELDS = ("title", "description", "headings", "body", "side")
-ANALYZER = "dk_text"
 # Memory for tantivy's indexing buffers, split between the shards' threads (at least 15 MB
 # each): larger buffers write fewer, larger segments; this keeps an import's peak RSS bounded.
 WRITER_HEAP = 32 << 20
@@ -99,56 +95,6 @@ _ALL_DOCS = (
     "SELECT name, title, description, content FROM documents "
     "WHERE name > ? AND content IS NOT NULL ORDER BY name LIMIT ?"
 )
-
-
-def analyzer() -> tantivy.TextAnalyzer:
-    """Words cut at anything not a letter or digit, lower-cased, accents folded, English
-    words stemmed (Snowball): the same for pages and queries."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(64))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
-
-
-def schema() -> tantivy.Schema:
-    builder = tantivy.SchemaBuilder()
-    # The resource name, whole: what a search returns and what a change deletes by.
-    builder.add_text_field("name", stored=True, tokenizer_name="raw", index_option="basic")
-    for field in FIELDS:
-        builder.add_text_field(field, tokenizer_name=ANALYZER, index_option="position")
-    return builder.build()
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """What the index holds for one page (mirror.store.index derives it)."""
-
-    name: str
-    title: str | None
-    description: str | None
-    headings: str
-    body: str
-    side: str
-
-    def document(self) -> tantivy.Document:
-        return tantivy.Document(
-            name=self.name,
-            title=self.title or "",
-            description=self.description or "",
-            headings=self.headings,
-            body=self.body,
-            side=self.side,
-        )
-
-
-def entry_of(name: str, title: str | None, description: str | None, content: str) -> Entry:
-    """The index entry of a page with content (pure: may run ahead, in another thread)."""
-    side = lexical.side_text(title, content)
-    return Entry(name, title, description, headings(content), content, side)
 
 
 class TextIndex:

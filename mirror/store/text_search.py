@@ -24,9 +24,10 @@ import tantivy
 
 from ..search import lexical, translations
 from .compression import inflate
+from .index_entries import FIELDS
 from .index_shards import ShardSearcher
 from .ranking import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit, grouped
-from .text_index import FIELDS, TextIndex
+from .text_index import TextIndex
 
 # Score weight per field (title, description, heading lines, body, side column). Tantivy
 # scores each field's BM25 with its own length norm, so a title match already weighs more than
