@@ -8,6 +8,12 @@ holds at any moment is its writer heap and what it indexed since its last commit
 each index commit (malloc_trim) keeps the process at what is in use (a 100,000-page import:
 404 MB peak before, about 220 MB after, with commits every 2,000 pages). Elsewhere (macOS, musl,
 Windows) it does nothing.
+
+Between trims, glibc's dynamic mmap threshold does the same on a smaller scale: once a large
+block (tantivy's 1 MB arena pages, merge buffers) has been freed, glibc raises the threshold
+and serves the next ones from an arena, where freed memory stays until the next trim. A fixed
+threshold (which also stops that adjustment) maps every block from LARGE_BLOCK up on its own
+and unmaps it when freed: a 100,000-page import peaked 5-15 MB lower, as fast.
 """
 
 from __future__ import annotations
@@ -16,7 +22,13 @@ import ctypes
 import sys
 import threading
 
+# glibc's mallopt parameter for the mmap threshold (malloc.h), and the size it is fixed at
+# (glibc starts at 128 KiB before it adjusts; 128 and 256 KiB measured the same peak).
+_M_MMAP_THRESHOLD = -3
+LARGE_BLOCK = 256 << 10
+
 _lock = threading.Lock()
+_fixed = False
 _libc: ctypes.CDLL | None = None
 _loaded = False
 
@@ -43,3 +55,15 @@ def trim() -> None:
     libc = _glibc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+def map_large_blocks() -> None:
+    """From now on, give every allocation of LARGE_BLOCK or more a mapping of its own, handed
+    back to the operating system when freed (once per process; before heavy native work)."""
+    global _fixed
+    libc = _glibc()
+    with _lock:
+        if libc is None or _fixed:
+            return
+        _fixed = True
+    libc.mallopt(_M_MMAP_THRESHOLD, LARGE_BLOCK)

@@ -67,7 +67,7 @@ from .index_shards import (
     remove_folders,
     shard_folders,
 )
-from .native_memory import trim
+from .native_memory import map_large_blocks, trim
 
 log = logging.getLogger("mirror.store")
 
@@ -349,6 +349,7 @@ class TextIndex:
         return count
 
     def _writer(self) -> ShardWriter:
+        map_large_blocks()  # before tantivy's threads allocate their arena pages
         return self._open().writer(WRITER_HEAP, WRITER_THREADS)
 
     @contextlib.contextmanager
