@@ -31,8 +31,9 @@ WAL_KEEP_BYTES = 64 << 20
 # index and the versions' tables; with SQLite's default 2 MB those pages are read again from
 # the OS at every batch once the store is large. 64 MB was 10% faster importing 100k pages into
 # a 100k store than 16 MB, but is a third of the import's 200 MB memory budget (tantivy
-# indexes beside it, and maps its segment files while merging). 100k pages into the 1M store:
-# 32 MB peaked at 219 MB RSS, 24 MB at 203 MB, 16 MB at 193 MB, 5-8% slower than 32 MB.
+# indexes beside it, and maps its segment files while merging). 100k pages into an empty
+# store (native_memory's fixed mmap threshold on): 32 MB peaked at 204 MB RSS, 16 MB at 182 MB
+# and 6-9% slower; into the 1M store, 16 MB peaked at 193-199 MB.
 BULK_CACHE_KIB = 16 << 10
 # Connections a SQLite pool keeps open between uses, unless the owner sizes it (Store.size_for).
 # They are opened lazily, so a one-shot CLI command still opens one or two.
