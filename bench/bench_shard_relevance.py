@@ -30,10 +30,8 @@ _BATCH = 1000
 
 def held(store: Store) -> list[int]:
     """Pages in each shard."""
-    index = store.text_index()
     with store.engine.connect() as conn, conn.begin():
-        index.searcher(conn.connection.driver_connection)  # synced first
-    return index._open().held()
+        return store.text_index().held(conn.connection.driver_connection)
 
 
 def main() -> None:

@@ -28,10 +28,8 @@ def _docs(start: int, count: int, word: str = "otter") -> list[Document]:
 
 def _held(store: Store) -> list[int]:
     """Pages in each shard, as committed."""
-    index = store.text_index()
     with store.engine.connect() as conn, conn.begin():
-        index.searcher(conn.connection.driver_connection)  # synced first
-    return index._open().held()
+        return store.text_index().held(conn.connection.driver_connection)
 
 
 def _names(store: Store, query: str) -> list[str]:

@@ -280,6 +280,11 @@ class TextIndex:
             return None
         return head - seq
 
+    def held(self, raw: Any) -> list[int]:
+        """Pages in each shard, the index first synced with the store as `raw` sees it."""
+        self.searcher(raw)
+        return self._open().held()
+
     def entry_names(self, raw: Any, batch: int = _BATCH) -> Iterator[list[str]]:
         """The name of every entry the index holds, in batches (as it is: no sync)."""
         self._open().reload()  # as it is on disk now, whoever wrote it
