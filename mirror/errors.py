@@ -7,7 +7,9 @@
     │   ├── SnapshotError          snapshots/format.py: a snapshot unwritable, unreadable, bad
     │   ├── RequirementsError      snapshots/lockfile.py: a dk-mirror.toml it cannot use
     │   ├── LockError              snapshots/lockfile.py: a dk-mirror.lock it cannot use
-    │   └── UnsafePath             snapshots/mdpaths.py: a Markdown path escaping its folder
+    │   ├── UnsafePath             snapshots/mdpaths.py: a Markdown path escaping its folder
+    │   └── OutputError            files.py: a file asked for that cannot be written (a full
+    │                              disk, a read-only folder)
     ├── ConfigError                missing API key, bad URL, unusable settings (exit 1)
     │   └── NetworkForbidden       strict offline mode and something tried to go online
     ├── NotCached                  offline and not in the store (exit 4); `.names`
@@ -73,6 +75,10 @@ class InvalidInput(MirrorError):
     """The user gave something dk-mirror cannot use."""
 
     exit_code = 2
+
+
+class OutputError(InvalidInput):
+    """A file or folder the user asked for cannot be written there (files.cannot_write)."""
 
 
 class InvalidName(InvalidInput):

@@ -3,37 +3,76 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import OutputError
+
+# What to do about the usual reasons a file cannot be written, by errno.
+_ELSEWHERE = "write it to another folder (or free some space there)"
+_HINTS = {
+    errno.ENOSPC: "the disk is full: free some space, or write it to another disk",
+    errno.EDQUOT: "the disk quota is used up: free some space, or write it to another disk",
+    errno.EROFS: "that file system is read-only: write it to another folder",
+    errno.EACCES: "you may not write there: choose a folder you can write to",
+    errno.EPERM: "you may not write there: choose a folder you can write to",
+    errno.ENOENT: "its folder does not exist: create it, or check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: check the path",
+    errno.EISDIR: "that is a folder: give a file name",
+}
+
 
 @contextlib.contextmanager
-def atomic_file(target: Path, *, make_parents: bool = False) -> Iterator[BinaryIO]:
+def atomic_file(target: Path, *, make_parents: bool = False, label: str = "") -> Iterator[BinaryIO]:
     """A binary file that appears at `target` only when the block succeeds, fsynced first.
 
     The temp file sits beside the target (so the rename is atomic) under a random name (so two
     writers never share one); on any failure, Ctrl-C included, it is removed. A missing folder
     is an error unless `make_parents` (a mistyped output path should not grow folders).
+    An OSError (a full disk, a read-only folder) is raised as OutputError naming `label` before
+    the path ("snapshot "): the block should do nothing but write to the file.
     """
-    if make_parents:
-        target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-    # os.open (not mkstemp) so the umask decides the permissions, as for any file we write.
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        if make_parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        # os.open (not mkstemp) so the umask decides the permissions, as for any file we write.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        fd = os.open(temp, flags, 0o666)
+    except OSError as exc:
+        raise cannot_write(target, exc, label) from exc
     try:
         with open(fd, "wb") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             temp.unlink()
+        if isinstance(exc, OSError):
+            raise cannot_write(target, exc, label) from exc
         raise
     _fsync_dir(target.parent)
+
+
+def cannot_write(target: Path | str, exc: OSError, label: str = "") -> OutputError:
+    """The error for `target`, which the user asked for, failing to be written: why, and
+    what to do about it."""
+    hint = _HINTS.get(exc.errno or 0, _ELSEWHERE)
+    return OutputError(f"cannot write {label}{target}: {exc.strerror or exc}", hint=hint)
+
+
+def make_folder(folder: Path) -> None:
+    """`folder` and its parents, made if missing (an OSError raised as OutputError)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cannot_write(folder, exc) from exc
 
 
 def write_atomic(target: Path, text: str, *, make_parents: bool = False) -> None:

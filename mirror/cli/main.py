@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found upstream, 4 not
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from collections.abc import Iterable, Iterator
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import click
 
 from ..errors import MirrorError, NotCached, NotFound
+from ..files import cannot_write
 
 if TYPE_CHECKING:
     from ..models import Summary
@@ -32,6 +34,8 @@ from .common import (
 
 EXIT_NOT_FOUND = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+# OSErrors that are the machine's state, not a bug: reported as one line, not a traceback.
+OUTPUT_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 
 class Lazy(NamedTuple):
@@ -166,6 +170,14 @@ class Group(click.Group):
             # Messages quote names and problems from files and the store: escape them.
             click.echo(f"error: {render.clean(str(exc), multiline=True)}", err=True)
             ctx.exit(exc.exit_code)
+        except OSError as exc:
+            if exc.errno not in OUTPUT_FAILURES:
+                raise
+            # Files the user names are written through files.atomic_file, which says which;
+            # what is left is the output itself (`ls > file` on a full disk).
+            error = cannot_write(exc.filename or "the output", exc)
+            click.echo(f"error: {render.clean(str(error), multiline=True)}", err=True)
+            ctx.exit(error.exit_code)
         except KeyboardInterrupt:
             # Not click's "Aborted!" and exit 1: every write is one transaction, so nothing
             # half-done is left, and the shell convention says how the run ended.

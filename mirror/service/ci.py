@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .. import limits
 from .. import names as naming
 from ..errors import InvalidInput
-from ..files import atomic_file, write_atomic
+from ..files import atomic_file, make_folder, write_atomic
 from ..models import Document, View, data_source_of, rfc3339
 from ..snapshots import format as snapshot
 from ..snapshots import lockfile, mdpaths
@@ -371,7 +371,7 @@ def _matches(doc: Document, entry: lockfile.LockEntry) -> bool:
 
 def export_markdown(ctx: Context, root: Path, *, prefix: str | None = None) -> int:
     """Write one .md file per document (front matter + Markdown) and an index.md under `root`."""
-    root.mkdir(parents=True, exist_ok=True)
+    make_folder(root)
     count = 0
     hosts: set[str] = set()
     for doc in ctx.store.iter_documents(prefix=prefix):

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..canonical import canonical_json, sha256_tag
-from ..errors import InvalidInput
+from ..errors import InvalidInput, OutputError
 from ..files import atomic_file
 from ..models import Document
 from .background import BackgroundWriter
@@ -245,15 +245,15 @@ def _write(
     try:
         # filename="" keeps the temp file's name out of the header (reproducible bytes).
         with (
-            atomic_file(target) as raw,
+            atomic_file(target, label="snapshot ") as raw,
             gzip.GzipFile(
                 filename="", mode="wb", fileobj=raw, compresslevel=COMPRESSLEVEL, mtime=0
             ) as gz,
             BackgroundWriter(gz) as packer,
         ):
             manifest = _write_lines(packer, kind, docs, chosen, base, version)
-    except OSError as exc:
-        raise SnapshotError(f"cannot write snapshot {target}: {exc.strerror or exc}") from exc
+    except OutputError as exc:
+        raise SnapshotError(exc.message, hint=exc.hint) from exc
     return manifest
 
 

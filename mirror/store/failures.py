@@ -7,7 +7,10 @@ password hidden.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy.engine import ExceptionContext
@@ -72,11 +75,45 @@ def _reason(orig: BaseException) -> str:
 
 
 def _disk_full(where: str) -> bool:
-    folder = Path(where).parent
+    return _short_of_space(Path(where).parent)
+
+
+def _short_of_space(folder: Path) -> bool:
     try:
         return shutil.disk_usage(folder).free < FULL_BELOW
     except OSError:
         return False  # not a path (a server URL), or gone
+
+
+@contextlib.contextmanager
+def index_writes(folder: Path | None) -> Iterator[None]:
+    """Around a write to the search index: its failure raised as index_failure's StoreError."""
+    try:
+        yield
+    except (ValueError, OSError) as exc:
+        raise index_failure(folder, exc) from None
+
+
+def index_disk_full(folder: Path | None, exc: BaseException) -> bool:
+    """Whether the index's write failed for want of space (tantivy's I/O errors quote the OS
+    error at best, "os error 28", or not at all)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "(os error 28)" in str(exc) or (folder is not None and _short_of_space(folder))
+
+
+def index_failure(folder: Path | None, exc: BaseException) -> StoreError:
+    """The StoreError for the search index failing to write: tantivy's ValueError (its I/O
+    errors arrive as "an index writer was killed", without the cause) or an OSError."""
+    where = str(folder) if folder is not None else "the search index in memory"
+    if index_disk_full(folder, exc):
+        message, hint = _SQLITE["SQLITE_FULL"]
+        return StoreError(f"{message.format(where=where)} (writing the search index)", hint=hint)
+    return StoreError(
+        f"the search index could not be written: {_reason(exc)} ({where})",
+        hint="check the disk (free space, permissions, a mount that went away); "
+        "`dk-mirror index rebuild` makes the index again from the store",
+    )
 
 
 def from_dbapi(orig: BaseException, where: str) -> StoreError:

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .failures import index_writes
 from .index_shards import ShardWriter
 from .native_memory import trim
 
@@ -60,7 +61,7 @@ class PendingNames:
         self.path = path
 
     def append(self, names: list[str]) -> None:
-        with open(self.path, "a", encoding="utf-8") as out:
+        with index_writes(self.path.parent), open(self.path, "a", encoding="utf-8") as out:
             out.writelines(json.dumps(name) + "\n" for name in names)
             out.flush()
             os.fsync(out.fileno())

@@ -31,6 +31,8 @@ from typing import Any, NamedTuple
 
 import tantivy
 
+from .failures import index_failure, index_writes
+
 SHARDS = 2
 # Pages shard 0 holds alone before pages are spread over the shards. Below it a search takes a
 # few ms on one thread (a two-word query at 100,000 pages: p50 about 2 ms).
@@ -89,10 +91,12 @@ class Hit(NamedTuple):
 
 
 class ShardedIndex:
-    """The shards of one index: tantivy.Index objects opened on the same schema."""
+    """The shards of one index: tantivy.Index objects opened on the same schema, in `folder`
+    (None: in memory)."""
 
-    def __init__(self, shards: Sequence[tantivy.Index]) -> None:
+    def __init__(self, shards: Sequence[tantivy.Index], folder: Path | None = None) -> None:
         self.shards = list(shards)
+        self.folder = folder
 
     def reload(self) -> None:
         for shard in self.shards:
@@ -100,7 +104,7 @@ class ShardedIndex:
 
     def writer(self, heap: int, threads: int) -> ShardWriter:
         """A writer for the shards, with `heap` bytes and `threads` threads for indexing."""
-        return ShardWriter(self.shards, self.held(), heap, threads)
+        return ShardWriter(self.shards, self.held(), heap, threads, self.folder)
 
     def held(self) -> list[int]:
         """Pages in each shard, as committed (whoever wrote last)."""
@@ -115,12 +119,19 @@ class ShardWriter:
     """An IndexWriter over every shard: pages go to shard 0 until the split, then to the shard
     of their name. Each shard's tantivy writer is opened when first needed: before the split,
     shard 0's has all the threads and memory (one tantivy writer, as an unsplit index had);
-    from the split on, each shard opened gets its share."""
+    from the split on, each shard opened gets its share. Tantivy's failures (a full disk)
+    are raised as StoreError (failures.index_failure)."""
 
     def __init__(
-        self, shards: list[tantivy.Index], held: list[int], heap: int, threads: int
+        self,
+        shards: list[tantivy.Index],
+        held: list[int],
+        heap: int,
+        threads: int,
+        folder: Path | None = None,
     ) -> None:
         self._shards = shards
+        self._folder = folder
         self._held = held  # pages in each shard as committed when the writer was made
         self._writers: dict[int, tantivy.IndexWriter] = {}
         self._split = any(held[1:]) or held[0] >= SPLIT_FROM
@@ -136,27 +147,36 @@ class ShardWriter:
                 memory = max(_MIN_HEAP * each, self._heap // len(self._shards))
             else:
                 each, memory = self._threads, self._heap
-            writer = self._writers[shard] = self._shards[shard].writer(memory, each)
+            with index_writes(self._folder):
+                writer = self._writers[shard] = self._shards[shard].writer(memory, each)
         return writer
 
     def add(self, name: str, document: tantivy.Document) -> None:
-        if self._split:
-            self._writer(shard_of(name)).add_document(document)
-            return
-        self._writer(0).add_document(document)
-        self._first += 1
-        self._split = self._first >= SPLIT_FROM
+        shard = shard_of(name) if self._split else 0
+        writer = self._writer(shard)
+        try:
+            writer.add_document(document)
+        except ValueError as exc:  # a thread of tantivy's died: its I/O failed
+            raise index_failure(self._folder, exc) from None
+        if not self._split:
+            self._first += 1
+            self._split = self._first >= SPLIT_FROM
 
     def delete(self, name: str) -> None:
         # A page may be in any shard: written before the split, or before a rebuild. A shard
         # that held nothing and has no writer yet has nothing to forget.
         for shard in range(len(self._shards)):
             if self._held[shard] or shard in self._writers:
-                self._writer(shard).delete_documents_by_term("name", name)
+                writer = self._writer(shard)
+                try:
+                    writer.delete_documents_by_term("name", name)
+                except ValueError as exc:
+                    raise index_failure(self._folder, exc) from None
 
     def commit(self) -> None:
-        for writer in self._writers.values():
-            writer.commit()
+        with index_writes(self._folder):
+            for writer in self._writers.values():
+                writer.commit()
 
     def rollback(self) -> None:
         for writer in self._writers.values():

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import MirrorError
 from .text_index import TextIndex
 
 log = logging.getLogger("mirror.store")
@@ -63,6 +64,8 @@ class Indexer:
             self._wake.clear()
             try:
                 self.sync_now()
+            except MirrorError as exc:  # a known failure (a full disk): its message says it
+                log.warning("indexing the store's changes failed; searches will retry: %s", exc)
             except Exception:
                 log.warning(
                     "indexing the store's changes failed; searches will retry", exc_info=True

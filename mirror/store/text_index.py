@@ -53,7 +53,9 @@ from typing import Any
 
 import tantivy
 
+from ..errors import MirrorError
 from .compression import inflate
+from .failures import index_disk_full, index_failure, index_writes
 from .folder_lock import FolderLock
 from .index_entries import ANALYZER, Entry, analyzer, entry_of, schema
 from .index_folder import LOCK, STATE
@@ -124,16 +126,19 @@ class TextIndex:
             else:
                 try:
                     shards = [self._open_shard(path, reuse=True) for path in self._shards()]
-                except (ValueError, OSError):
+                except (ValueError, OSError) as exc:
+                    if index_disk_full(self.folder, exc):  # not damaged: keep it
+                        raise index_failure(self.folder, exc) from None
                     # Damaged (a disk that lost files) or of another schema: the folder holds
                     # nothing the store cannot give again.
                     log.warning("search index at %s unreadable: rebuilding it", self.folder)
                     self._forget_state()
                     self._clear()
-                    shards = [self._open_shard(path, reuse=False) for path in self._shards()]
+                    with index_writes(self.folder):  # a full disk: it cannot be made either
+                        shards = [self._open_shard(path, reuse=False) for path in self._shards()]
             for shard in shards:
                 shard.register_tokenizer(ANALYZER, self._analyzer)
-            self._index = ShardedIndex(shards)
+            self._index = ShardedIndex(shards, self.folder)
         return self._index
 
     def _shards(self) -> list[Path]:
@@ -212,11 +217,12 @@ class TextIndex:
         state = {"version": VERSION, "seq": seq, "last": last}
         if pending:
             state["pending"] = True
-        with open(tmp, "w") as out:
-            json.dump(state, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.folder / STATE)
+        with index_writes(self.folder):
+            with open(tmp, "w") as out:
+                json.dump(state, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.folder / STATE)
 
     def _forget_state(self) -> None:
         if self.folder is None:
@@ -239,8 +245,10 @@ class TextIndex:
                 yield True
                 return
             assert self.folder is not None
-            self.folder.mkdir(parents=True, exist_ok=True)
-            if not self._file_lock.acquire(wait):
+            with index_writes(self.folder):
+                self.folder.mkdir(parents=True, exist_ok=True)
+                acquired = self._file_lock.acquire(wait)
+            if not acquired:
                 yield False
                 return
             try:
@@ -389,12 +397,23 @@ class TextIndex:
             try:
                 yield session
                 if session.finished:
-                    session.commit()
+                    self._commit_after_store(session)
             finally:
                 if not session.committed:
                     with contextlib.suppress(Exception):
                         writer.rollback()
                 _release(writer)
+
+    @staticmethod
+    def _commit_after_store(session: Session) -> None:
+        try:
+            session.commit()
+        except MirrorError as exc:
+            # The store has committed: its pages are kept, and the state not saved sends the
+            # next sync (a search, the indexer) to index them again.
+            log.warning(
+                "the pages are stored, but indexing them failed; searches will retry: %s", exc
+            )
 
     def close(self) -> None:
         self._index = None
