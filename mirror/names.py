@@ -96,10 +96,11 @@ def uri_of(name: str) -> str:
 
 
 def read_names(lines: Iterable[str]) -> list[str]:
-    """Names from a names file: one per line; blank lines and `#` comments are skipped."""
+    """Names from a names file: one per line; blank lines and `#` comments are skipped, and
+    the byte-order mark an editor on Windows puts first."""
     out = []
     for line in lines:
-        stripped = line.split(" #", 1)[0].strip()
+        stripped = line.split(" #", 1)[0].strip().lstrip("\ufeff")
         if stripped and not stripped.startswith("#"):
             out.append(normalize(stripped))
     return out

@@ -36,16 +36,17 @@ def _parse(lines: Iterable[Line], where: str, limit: int) -> Iterator[Document]:
             if line.too_long:
                 raise _too_long(where, line, limit)
             try:
-                data = json.loads(line.data.decode("utf-8"))
+                # -sig: a file saved with a byte-order mark (Windows editors) reads as well.
+                data = json.loads(line.data.decode("utf-8-sig"))
             except UnicodeDecodeError as exc:
                 raise InvalidInput(
                     f"{where} line {number}: not UTF-8 ({exc.reason} at byte {exc.start})",
-                    hint="each line must be one Document object in UTF-8, as in tests/data/corpus",
+                    hint="each line must be one Document object in UTF-8, as the API returns it",
                 ) from None
             except json.JSONDecodeError as exc:
                 raise InvalidInput(
                     f"{where} line {number}: not JSON ({exc.msg} at column {exc.colno})",
-                    hint="each line must be one Document object, as in tests/data/corpus",
+                    hint="each line must be one Document object (JSON), as the API returns it",
                 ) from None
             try:
                 doc = Document.from_api(data)

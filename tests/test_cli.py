@@ -61,9 +61,9 @@ def test_exit_codes_for_bad_names_and_unknown_documents(run):
 
 def test_fetch_names_file_summary_and_missing(run, tmp_path: Path):
     names = tmp_path / "names.txt"
-    names.write_text(
-        f"# docs we need\n{TF}\nwww.tensorflow.org/hub/installation\nwww.tensorflow.org/ghost\n"
-    )
+    text = f"{TF}\n# docs we need\nwww.tensorflow.org/hub/installation\nwww.tensorflow.org/ghost\n"
+    # As an editor on Windows saves it: a byte-order mark before the first name, CRLF ends.
+    names.write_bytes(("\ufeff" + text.replace("\n", "\r\n")).encode("utf-8"))
     result = run("fetch", "--names-file", str(names), "--json")
     assert result.exit_code == 3
     summary = json.loads(result.stdout)
@@ -121,8 +121,9 @@ def test_import_is_all_or_nothing(run, tmp_path: Path):
     assert result.exit_code == 2 and "truncated or corrupt" in result.stderr
     assert _stored_count(run) == 0
 
+    # Saved by an editor on Windows: a byte-order mark first, CRLF line ends.
     ok = tmp_path / "ok.jsonl"
-    ok.write_text(json.dumps(good) + "\n")
+    ok.write_bytes(("\ufeff" + json.dumps(good) + "\r\n").encode("utf-8"))
     assert run("import", str(ok)).exit_code == 0
     assert run("get", "--offline", TF).stdout == "# x\n"
 

@@ -50,7 +50,7 @@ searches = [
   {query = "  manifest v3  "},
 ]
 """,
-        encoding="utf-8",
+        encoding="utf-8-sig",  # with a byte-order mark first, as Windows editors save it
     )
     req = read_requirements(path)
     assert req == Requirements(
@@ -172,7 +172,8 @@ def test_lock_entry_from_document_and_lock_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="no content"):
         LockEntry.from_document(doc.basic())
     path = tmp_path / "dk-mirror.lock"
-    path.write_bytes(write_lock(ENTRIES).replace("\n", "\r\n").encode())
+    # Edited on Windows: CRLF line ends, a byte-order mark first.
+    path.write_bytes(("\ufeff" + write_lock(ENTRIES).replace("\n", "\r\n")).encode())
     assert read_lock_file(path) == sorted(ENTRIES)
     with pytest.raises(LockError, match="cannot be read"):
         read_lock_file(tmp_path / "missing.lock")

@@ -176,7 +176,8 @@ _EXAMPLE = 'for example: [docs] names = ["developer.chrome.com/docs/extensions/m
 def read_requirements(path: str | os.PathLike[str]) -> Requirements:
     """Read and validate a `dk-mirror.toml` file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # -sig: as an editor on Windows may save it, with a byte-order mark first.
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise RequirementsError(str(path), "", f"cannot be read: {exc}") from None
     return parse_requirements(text, source=str(path))
@@ -327,7 +328,7 @@ def read_lock(text: str, *, source: str = LOCK_FILE) -> list[LockEntry]:
 
 def _lock_text(path: str | os.PathLike[str]) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark, if edited
     except (OSError, UnicodeDecodeError) as exc:
         raise LockError(str(path), 0, f"cannot be read: {exc}") from None
 
