@@ -20,6 +20,7 @@ EXPECTED = {
     "MirrorError": (500, "INTERNAL"),
     "InvalidInput": (400, "INVALID_ARGUMENT"),
     "InvalidName": (400, "INVALID_ARGUMENT"),
+    "OutputError": (500, "INTERNAL"),
     "ConfigError": (502, "UNAVAILABLE"),
     "NetworkForbidden": (502, "UNAVAILABLE"),
     "NotCached": (404, "NOT_FOUND"),

@@ -324,6 +324,10 @@ def test_stdio_writes_nothing_but_json_rpc_to_stdout(tmp_path):
     assert "NOT_FOUND" in replies[2]["result"]["content"][0]["text"]
     for stray in ("print while starting", "fd write while starting", "print from a tool"):
         assert stray in stderr
+    # Where a person looks (the client's server log): why every answer is empty, and no
+    # chatter from the libraries that set the store up.
+    assert "the store holds no documents" in stderr and "dk-mirror demo" in stderr
+    assert " INFO alembic" not in stderr, stderr
 
 
 def read_lines(process: subprocess.Popen[bytes], answers: int, timeout: float = 30) -> list[str]:

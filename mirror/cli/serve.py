@@ -126,6 +126,13 @@ def serve(
                 mirror.store_url,
             )
             log.info("accepting Host names: %s", ", ".join(sorted(options.host_names())))
+        if not allow_fetch and mirror.stats().documents == 0:
+            # An agent sees only empty results and NOT_FOUND: say why where a person looks.
+            log.warning(
+                "the store holds no documents: searches find nothing and every get is "
+                "NOT_FOUND; fill it first (`dk-mirror demo` for the sample docs, `dk-mirror "
+                "import FILE`, `dk-mirror crawl NAME`), or serve with --allow-fetch and an API key"
+            )
     if stdio:
         runner.serve_stdio(server)
     else:
@@ -157,5 +164,13 @@ def _configure_logging() -> None:
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    for noisy in ("mcp", "httpx", "httpx2", "uvicorn.error", "uvicorn.access", "sse_starlette"):
+    for noisy in (
+        "mcp",
+        "httpx",
+        "httpx2",
+        "uvicorn.error",
+        "uvicorn.access",
+        "sse_starlette",
+        "alembic",  # a line per plugin it sets up when a new store is migrated
+    ):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -9,7 +9,7 @@ and google.rpc code; the REST API, the MCP tools and the browser's error pages a
     QuotaExceeded                     429 RESOURCE_EXHAUSTED
     Unavailable                       503 UNAVAILABLE         (worth a retry)
     other upstream / config errors    502 UNAVAILABLE         (this mirror's upstream failed)
-    StoreError                        500 INTERNAL
+    StoreError, OutputError           500 INTERNAL
     anything else                     500 INTERNAL            (details stay in the server log)
 
 A miss while not allowed to fetch is a 404, not a 503: retrying will not help (clients retry
@@ -34,6 +34,7 @@ from ..errors import (
     MirrorError,
     NotCached,
     NotFound,
+    OutputError,
     QuotaExceeded,
     StoreError,
     Unavailable,
@@ -67,6 +68,8 @@ def make(status: int, message: str) -> ApiError:
 
 # Most specific class first: the first row `exc` is an instance of gives its status and code.
 STATUS_TABLE: tuple[tuple[type[MirrorError], int, str], ...] = (
+    # A file this server could not write (a full disk) is its own failure, not the caller's.
+    (OutputError, 500, "INTERNAL"),
     (InvalidInput, 400, "INVALID_ARGUMENT"),  # and InvalidName
     (BadRequest, 400, "INVALID_ARGUMENT"),
     (NotCached, 404, "NOT_FOUND"),
