@@ -2,7 +2,9 @@
 
 Root ignores permission bits, so chmod cannot make a store read-only for these tests; a
 read-only bind mount (or a full tmpfs) can, and `unshare -m` keeps each mount private to one
-child process, so nothing leaks to the machine or to other tests.
+child process, so nothing leaks to the machine or to other tests. Where the permission bits
+themselves are the point (a user's chmod'ed store), `as_user` runs the child without the
+capabilities that let root ignore them.
 """
 
 from __future__ import annotations
@@ -57,6 +59,35 @@ def full_disk(folder: Path, store: Path, size_kib: int = 2048) -> str:
         f"&& cp {shlex.quote(str(store))} {target}/ "
         f"&& {{ dd if=/dev/zero of={target}/filler bs=4k 2>/dev/null; true; }}"
     )
+
+
+# Root ignores permission bits; without these two capabilities it obeys them as any user
+# does (for its own files: the owner's bits), so a chmod'ed store is as a user meets it.
+OBEY_PERMISSIONS = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+@cache
+def _permission_problem() -> str | None:
+    if os.geteuid() != 0:
+        return None  # a user's processes obey them already: OBEY_PERMISSIONS is not needed
+    if shutil.which("setpriv") is None:
+        return "no setpriv(1) on this machine to run a child without CAP_DAC_OVERRIDE"
+    probe = subprocess.run([*OBEY_PERMISSIONS, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot drop capabilities here: {probe.stderr.strip()}"
+    return None
+
+
+def require_permission_bits() -> None:
+    """Skip, saying why, where a child cannot be made to obey permission bits."""
+    problem = _permission_problem()
+    if problem:
+        pytest.skip(problem)
+
+
+def as_user(command: Sequence[str] = DK) -> list[str]:
+    """`command` run so that it obeys permission bits, as a user's dk-mirror does."""
+    return [*OBEY_PERMISSIONS, *command] if os.geteuid() == 0 else list(command)
 
 
 def run(

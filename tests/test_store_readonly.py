@@ -138,6 +138,66 @@ def test_read_only_file_in_a_writable_folder_is_read(store: Path, tmp_path: Path
     assert result.returncode == 0 and result.stdout.startswith("# "), result.stderr
 
 
+def test_a_store_read_while_read_only_is_written_once_writable_again(
+    store: Path, tmp_path: Path
+) -> None:
+    """SQLite gives the -wal and -shm files a reader creates the store file's permissions: a
+    search while the file was chmod 444 left a read-only -shm, and every write after the
+    file was made writable again failed "the store is read-only"."""
+    sandbox.require_permission_bits()
+    env = _env(tmp_path)
+    store.chmod(0o444)
+    read = sandbox.run(["search", "--offline", "--db", str(store), "manifest"], env=env,
+                       command=sandbox.as_user())  # fmt: skip
+    assert read.returncode == 0, read.stderr
+    assert Path(f"{store}-shm").stat().st_mode & 0o200 == 0  # the read left it read-only
+    store.chmod(0o644)
+    records = tmp_path / "more.jsonl"
+    records.write_text(json.dumps({**read_sample()[0].to_api(), "title": "written again"}) + "\n")
+    wrote = sandbox.run(["import", str(records), "--overwrite", "--db", str(store)], env=env,
+                        command=sandbox.as_user())  # fmt: skip
+    assert wrote.returncode == 0, wrote.stderr
+    got = sandbox.run(["get", "--offline", "--json", "--db", str(store), NAME], env=env)
+    assert json.loads(got.stdout)["documents"][0]["title"] == "written again"
+
+
+def test_another_users_read_only_shm_is_named(store: Path, tmp_path: Path) -> None:
+    sandbox.require_permission_bits()
+    if os.geteuid() != 0:
+        pytest.skip("making a file another user's needs root")
+    env = _env(tmp_path)
+    read = sandbox.run(["status", "--db", str(store)], env=env)  # leaves no -shm: make one
+    assert read.returncode == 0, read.stderr
+    shm = Path(f"{store}-shm")
+    shm.write_bytes(b"")
+    shm.chmod(0o444)
+    os.chown(shm, 65534, 65534)  # nobody's
+    wrote = sandbox.run(["import", "--sample", "--overwrite", "--db", str(store)], env=env,
+                        command=sandbox.as_user())  # fmt: skip
+    assert wrote.returncode == 1 and "Traceback" not in wrote.stderr, wrote.stderr
+    assert f"the store's {shm.name} file is read-only (another user's)" in wrote.stderr
+    assert "hint: " in wrote.stderr
+
+
+def test_an_index_made_read_only_by_its_permissions_is_searched(
+    store: Path, tmp_path: Path
+) -> None:
+    """A store whose search index this user may not write (chmod -R a-w, another user's
+    files): the index is copied to the cache folder, and the copy must be writable."""
+    sandbox.require_permission_bits()
+    index = Path(f"{store}-search")
+    for path in [index, *index.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        found = sandbox.run(["search", "--offline", "--db", str(store), "manifest"],
+                            env=_env(tmp_path), command=sandbox.as_user())  # fmt: skip
+    finally:
+        for path in [index, *index.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+    assert "Traceback" not in found.stderr, found.stderr
+    assert found.returncode == 0 and "1. " in found.stdout, found.stderr
+
+
 def _leave_wal(store: Path, target: Path, *, with_shm: bool) -> None:
     """Copy `store` to `target` as a writer that never checkpointed would leave it."""
     target.parent.mkdir(parents=True)

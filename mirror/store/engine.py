@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -262,11 +263,40 @@ def _check_writable(path: Path) -> None:
     folder = path.parent
     if path.exists() and not (os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
         raise StoreError(f"the store is read-only: {path}", hint=READ_ONLY_HINT)
+    if path.exists():
+        _writable_siblings(path)
     if not path.exists() and folder.is_dir() and not os.access(folder, os.W_OK):
         raise StoreError(
             f"cannot create a store in {folder}: the folder is read-only",
             hint="set DK_MIRROR_HOME or --db to a writable location",
         )
+
+
+def _writable_siblings(path: Path) -> None:
+    """Give the store's -wal and -shm files back the write permission the store file has.
+
+    SQLite creates them with the database file's permissions: read while the file was
+    read-only (chmod 444), the store keeps a read-only -shm after the file is made writable
+    again, and every write then fails "attempt to write a readonly database". Ours are
+    fixed; another user's are named.
+    """
+    mode = stat.S_IMODE(path.stat().st_mode)
+    me = os.getuid() if hasattr(os, "getuid") else None  # POSIX: whose files we may chmod
+    for sibling in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            owner = sibling.stat().st_uid
+        except OSError:
+            continue  # none (no connection open), or gone meanwhile
+        if os.access(sibling, os.W_OK):
+            continue
+        if me is not None and owner != me:
+            raise StoreError(
+                f"the store's {sibling.name} file is read-only (another user's): {sibling}",
+                hint=f"let this user write it (chmod or chown {sibling}), or delete it when "
+                "no program has the store open",
+            )
+        with suppress(OSError):  # gone meanwhile: SQLite makes a new one
+            os.chmod(sibling, mode)
 
 
 def _read_only_url(path: Path) -> URL:

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -33,7 +34,21 @@ def folder_for(database: str | None) -> Path | None:
     if not cached.is_dir() and (beside / STATE).is_file():
         with contextlib.suppress(OSError):
             shutil.copytree(beside, cached, ignore=shutil.ignore_patterns(".tantivy-*", LOCK))
+            _owner_writes(cached)
     return cached
+
+
+def _owner_writes(folder: Path) -> None:
+    """Let this user write every folder and file under `folder`: copytree copies the mode
+    bits, and a copy of an index made read-only by its permissions (chmod, another user's
+    files) would be as unwritable as the original."""
+    for root, folders, files in os.walk(folder):
+        for name in [".", *folders]:
+            path = os.path.join(root, name)
+            os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) | stat.S_IRWXU)
+        for name in files:
+            path = os.path.join(root, name)
+            os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) | stat.S_IRUSR | stat.S_IWUSR)
 
 
 def _writable(folder: Path) -> bool:

@@ -132,9 +132,10 @@ class TextIndex:
                     # Damaged (a disk that lost files) or of another schema: the folder holds
                     # nothing the store cannot give again.
                     log.warning("search index at %s unreadable: rebuilding it", self.folder)
-                    self._forget_state()
-                    self._clear()
-                    with index_writes(self.folder):  # a full disk: it cannot be made either
+                    # A full disk or a folder this user may not write: it cannot be made either.
+                    with index_writes(self.folder):
+                        self._forget_state()
+                        self._clear()
                         shards = [self._open_shard(path, reuse=False) for path in self._shards()]
             for shard in shards:
                 shard.register_tokenizer(ANALYZER, self._analyzer)
