@@ -89,6 +89,30 @@ def test_reading_commands_work_in_a_read_only_folder(store: Path, tmp_path: Path
     assert list((tmp_path / "home" / "cache" / "search").iterdir())
 
 
+@pytest.mark.parametrize("user_cache", ["writable", "read-only"])
+def test_a_read_only_home_holding_the_store_is_searched(user_cache: str, tmp_path: Path) -> None:
+    """DK_MIRROR_HOME itself on the read-only volume (a CI cache mounted read-only): the
+    index copy goes to the user cache folder, or, if that is read-only too, to a private
+    folder in the temporary folder."""
+    sandbox.require_mounts()
+    home = tmp_path / "home"
+    store = _make_store(home / "dk-mirror.sqlite3")
+    xdg, temp = tmp_path / "xdg", tmp_path / "tmp"
+    xdg.mkdir()
+    temp.mkdir()
+    setup = sandbox.read_only(home)
+    if user_cache == "read-only":
+        setup += " && " + sandbox.read_only(xdg)
+    env = {**_env(tmp_path), "DK_MIRROR_HOME": str(home), "XDG_CACHE_HOME": str(xdg),
+           "TMPDIR": str(temp)}  # fmt: skip
+    found = sandbox.run(["search", "--offline", "manifest"], setup=setup, env=env)
+    assert found.returncode == 0 and "1. " in found.stdout, found.stderr
+    assert "Traceback" not in found.stderr
+    used = xdg / "dk-mirror" if user_cache == "writable" else temp / f"dk-mirror-{os.getuid()}"
+    assert list((used / "search").iterdir()), found.stderr
+    assert sorted(p.name for p in home.iterdir()) == _beside(store)
+
+
 def test_a_server_that_does_not_fetch_serves_a_read_only_store(store: Path, tmp_path: Path) -> None:
     sandbox.require_mounts()
     setup = sandbox.read_only(store.parent)

@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..config import ENV_HOME
@@ -22,7 +23,8 @@ LOCK = "index.lock"
 def folder_for(database: str | None) -> Path | None:
     """The index folder of an SQLite file (None for an in-memory database): beside the file,
     or, when that cannot be written (a read-only folder or mount), in the cache folder (a
-    copy of the one beside the file, if there is one; else built there from the store)."""
+    copy of the one beside the file, if there is one; else built there from the store).
+    None too when no cache folder can be written: the index is then kept in memory."""
     if not database or database == ":memory:" or "mode=memory" in database:
         return None
     path = Path(database).resolve()
@@ -30,7 +32,9 @@ def folder_for(database: str | None) -> Path | None:
     if _writable(beside) if beside.is_dir() else _writable(path.parent):
         return beside
     key = hashlib.sha256(str(path).encode()).hexdigest()[:24]
-    cached = _cache_root() / "search" / key
+    cached = _cache_folder(key)
+    if cached is None:
+        return None  # nowhere to write one: the index is built in memory from the store
     if not cached.is_dir() and (beside / STATE).is_file():
         with contextlib.suppress(OSError):
             shutil.copytree(beside, cached, ignore=shutil.ignore_patterns(".tantivy-*", LOCK))
@@ -60,10 +64,33 @@ def _writable(folder: Path) -> bool:
         return False
 
 
-def _cache_root() -> Path:
-    home = os.environ.get(ENV_HOME)
-    if home:
-        return Path(home).expanduser() / "cache"
+def _cache_folder(key: str) -> Path | None:
+    """The folder for the index copy `key`: under the first cache root this user can write
+    (DK_MIRROR_HOME may be the very read-only volume the store is on)."""
+    for root in _cache_roots():
+        folder = root / "search" / key
+        try:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if _writable(folder if folder.is_dir() else folder.parent):
+            return folder
+    return None
+
+
+def _cache_roots() -> Iterator[Path]:
+    """Where index copies may go, in order of preference (each made only when reached)."""
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("dk-mirror", appauthor=False))
+    home = os.environ.get(ENV_HOME)
+    if home:
+        yield Path(home).expanduser() / "cache"
+    yield Path(platformdirs.user_cache_dir("dk-mirror", appauthor=False))
+    # Last, a folder of this user's own in the temporary folder (made 0700; one another
+    # user made first is not used).
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    private = Path(tempfile.gettempdir()) / f"dk-mirror-{uid}"
+    with contextlib.suppress(OSError):
+        private.mkdir(mode=0o700, exist_ok=True)
+        if not private.is_symlink() and private.stat().st_uid == uid:
+            yield private
