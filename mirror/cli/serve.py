@@ -101,6 +101,14 @@ def serve(
         from ..serve import app, runner
         from ..serve.mcp_server import build_server
 
+        if not allow_fetch and mirror.stats().documents == 0:
+            # An agent sees only empty results and NOT_FOUND: say why where a person looks.
+            log.warning(
+                "the store holds no documents: searches find nothing and every get is "
+                "NOT_FOUND; fill it first (`dk-mirror demo` for the sample docs, `dk-mirror "
+                "import FILE`, `dk-mirror crawl NAME`), or serve with --allow-fetch and an API key"
+            )
+
         if stdio:
             app.prepare(mirror, options)
             server = build_server(mirror, options)
@@ -126,13 +134,6 @@ def serve(
                 mirror.store_url,
             )
             log.info("accepting Host names: %s", ", ".join(sorted(options.host_names())))
-        if not allow_fetch and mirror.stats().documents == 0:
-            # An agent sees only empty results and NOT_FOUND: say why where a person looks.
-            log.warning(
-                "the store holds no documents: searches find nothing and every get is "
-                "NOT_FOUND; fill it first (`dk-mirror demo` for the sample docs, `dk-mirror "
-                "import FILE`, `dk-mirror crawl NAME`), or serve with --allow-fetch and an API key"
-            )
     if stdio:
         runner.serve_stdio(server)
     else:

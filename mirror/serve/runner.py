@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 GRACEFUL_SECONDS = 5
 # Seconds an idle keep-alive connection stays open between requests.
 KEEP_ALIVE_SECONDS = 5
+# Connections queued before they are accepted (uvicorn's default).
+BACKLOG = 2048
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -41,6 +43,9 @@ def bind(host: str, port: int) -> socket.socket:
             f"cannot listen on {host}:{port}: {exc.strerror or exc}",
             hint="choose another --port (0 picks a free one), or stop what is using it",
         ) from None
+    # Listening from here, not from when uvicorn starts: the start-up line that follows says
+    # the server is up, and a client that connects at once must queue, not be refused.
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
