@@ -18,7 +18,8 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from ..errors import StoreError
 from . import compression
-from .failures import READ_ONLY_HINT, WHERE, on_error
+from .disk import WHERE
+from .failures import READ_ONLY_HINT, on_error
 
 log = logging.getLogger("mirror.store")
 

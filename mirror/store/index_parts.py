@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .failures import index_writes
+from .disk import index_writes
 from .index_shards import ShardWriter
 from .native_memory import trim
 

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import tantivy
 
-from .failures import index_failure, index_writes
+from .disk import index_failure, index_writes
 
 SHARDS = 2
 # Pages shard 0 holds alone before pages are spread over the shards. Below it a search takes a
@@ -120,7 +120,7 @@ class ShardWriter:
     of their name. Each shard's tantivy writer is opened when first needed: before the split,
     shard 0's has all the threads and memory (one tantivy writer, as an unsplit index had);
     from the split on, each shard opened gets its share. Tantivy's failures (a full disk)
-    are raised as StoreError (failures.index_failure)."""
+    are raised as StoreError (disk.index_failure)."""
 
     def __init__(
         self,

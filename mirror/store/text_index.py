@@ -55,7 +55,7 @@ import tantivy
 
 from ..errors import MirrorError
 from .compression import inflate
-from .failures import index_disk_full, index_failure, index_writes
+from .disk import index_disk_full, index_failure, index_writes
 from .folder_lock import FolderLock
 from .index_entries import ANALYZER, Entry, analyzer, entry_of, schema
 from .index_folder import LOCK, STATE
