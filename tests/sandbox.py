@@ -25,24 +25,23 @@ DK = [sys.executable, "-m", "mirror"]
 
 
 @cache
-def _mount_problem() -> str | None:
-    if shutil.which("unshare") is None:
-        return "no unshare(1) on this machine"
-    probe = subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs none /mnt && mount -o remount,ro /mnt"],
-        capture_output=True,
-        text=True,
-    )
-    if probe.returncode != 0:
-        return f"cannot mount in a private namespace here: {probe.stderr.strip()}"
-    return None
+def _problem(tool: str, probe: tuple[str, ...], refused: str) -> str | None:
+    """Why `probe` (a run of `tool`) cannot be done here, or None when it can."""
+    if shutil.which(tool) is None:
+        return f"no {tool}(1) on this machine"
+    done = subprocess.run(list(probe), capture_output=True, text=True)
+    return None if done.returncode == 0 else f"{refused}: {done.stderr.strip()}"
+
+
+def _skip_if(problem: str | None) -> None:
+    if problem:
+        pytest.skip(problem)
 
 
 def require_mounts() -> None:
     """Skip the test, saying why, where private mounts are not permitted (not root, no caps)."""
-    problem = _mount_problem()
-    if problem:
-        pytest.skip(problem)
+    mounts = ("unshare", "-m", "sh", "-c", "mount -t tmpfs none /mnt && mount -o remount,ro /mnt")
+    _skip_if(_problem("unshare", mounts, "cannot mount in a private namespace here"))
 
 
 def read_only(path: Path) -> str:
@@ -51,14 +50,21 @@ def read_only(path: Path) -> str:
     return f"mount --bind {quoted} {quoted} && mount -o remount,ro,bind {quoted}"
 
 
+def tmpfs(folder: Path, size_kib: int) -> str:
+    """Shell setup: an empty `size_kib` tmpfs mounted on `folder`."""
+    return f"mount -t tmpfs -o size={size_kib}k none {shlex.quote(str(folder))}"
+
+
+def fill(folder: Path) -> str:
+    """Shell setup: a file in `folder` that takes every free byte of its disk."""
+    filler = shlex.quote(str(folder / "filler"))
+    return f"{{ dd if=/dev/zero of={filler} bs=4k 2>/dev/null; true; }}"
+
+
 def full_disk(folder: Path, store: Path, size_kib: int = 2048) -> str:
     """Shell setup: a `size_kib` tmpfs on `folder` holding a copy of `store`, then filled up."""
-    target = shlex.quote(str(folder))
-    return (
-        f"mount -t tmpfs -o size={size_kib}k none {target} "
-        f"&& cp {shlex.quote(str(store))} {target}/ "
-        f"&& {{ dd if=/dev/zero of={target}/filler bs=4k 2>/dev/null; true; }}"
-    )
+    copy = f"cp {shlex.quote(str(store))} {shlex.quote(str(folder))}/"
+    return f"{tmpfs(folder, size_kib)} && {copy} && {fill(folder)}"
 
 
 # Root ignores permission bits; without these two capabilities it obeys them as any user
@@ -66,23 +72,12 @@ def full_disk(folder: Path, store: Path, size_kib: int = 2048) -> str:
 OBEY_PERMISSIONS = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
 
 
-@cache
-def _permission_problem() -> str | None:
-    if os.geteuid() != 0:
-        return None  # a user's processes obey them already: OBEY_PERMISSIONS is not needed
-    if shutil.which("setpriv") is None:
-        return "no setpriv(1) on this machine to run a child without CAP_DAC_OVERRIDE"
-    probe = subprocess.run([*OBEY_PERMISSIONS, "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"cannot drop capabilities here: {probe.stderr.strip()}"
-    return None
-
-
 def require_permission_bits() -> None:
     """Skip, saying why, where a child cannot be made to obey permission bits."""
-    problem = _permission_problem()
-    if problem:
-        pytest.skip(problem)
+    if os.geteuid() != 0:
+        return  # a user's processes obey them already: OBEY_PERMISSIONS is not needed
+    probe = (*OBEY_PERMISSIONS, "true")
+    _skip_if(_problem("setpriv", probe, "cannot drop the capabilities that ignore them here"))
 
 
 def as_user(command: Sequence[str] = DK) -> list[str]:

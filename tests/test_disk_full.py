@@ -45,15 +45,6 @@ def _documents(db: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
 
 
-def _tmpfs(folder: Path, kib: int) -> str:
-    return f"mount -t tmpfs -o size={kib}k none {shlex.quote(str(folder))}"
-
-
-def _filled(folder: Path) -> str:
-    quoted = shlex.quote(str(folder / "filler"))
-    return f"{{ dd if=/dev/zero of={quoted} bs=4k 2>/dev/null; true; }}"
-
-
 def _one_clear_line(code: int, err: str, expected_code: int, says: str) -> None:
     assert "Traceback" not in err, err
     assert code == expected_code, (code, err)
@@ -67,7 +58,7 @@ def test_an_index_that_cannot_be_made_fails_the_import_and_keeps_nothing(tmp_pat
     index.mkdir()
     # 4 KiB: not even the index's first files fit, so it fails before the store commits.
     code, _out, err = sandbox.run_many(
-        [["import", "--sample", "--db", str(db)]], setup=_tmpfs(index, 4), env=_env(tmp_path)
+        [["import", "--sample", "--db", str(db)]], setup=sandbox.tmpfs(index, 4), env=_env(tmp_path)
     )[0]
     _one_clear_line(code, err, 1, f"{FULL}: {index} (writing the search index)")
     assert _documents(db) == 0  # all or nothing
@@ -134,8 +125,8 @@ def _full_index(db: Path) -> str:
     index = shlex.quote(f"{db}-search")
     kept = shlex.quote(f"{db}-search-copy")
     return (
-        f"cp -r {index} {kept} && {_tmpfs(Path(f'{db}-search'), 1024)} "
-        f"&& cp -r {kept}/. {index}/ && {_filled(Path(f'{db}-search'))}"
+        f"cp -r {index} {kept} && {sandbox.tmpfs(Path(f'{db}-search'), 1024)} "
+        f"&& cp -r {kept}/. {index}/ && {sandbox.fill(Path(f'{db}-search'))}"
     )
 
 
@@ -150,7 +141,7 @@ def test_files_a_user_asks_for_fail_in_one_line(kind: str, tmp_path: Path) -> No
     out = tmp_path / "out"
     out.mkdir()
     if kind == "full":
-        setup = f"{_tmpfs(out, 64)} && {_filled(out)}"
+        setup = f"{sandbox.tmpfs(out, 64)} && {sandbox.fill(out)}"
         says, hint = "No space left on device", "the disk is full"
     else:
         setup = sandbox.read_only(out)
