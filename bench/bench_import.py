@@ -4,7 +4,7 @@ Usage: python -m bench.bench_import [--repeat N]
 
 dk-mirror's import parses and validates every record, hashes and compresses its content, finds
 its heading lines and identifier parts, writes the documents in one transaction and indexes
-them in the tantivy index beside the store as they are written (mirror/store/text_index.py).
+them in the tantivy index beside the store as they are written (mirror/store/textindex/sqlite/index.py).
 Two baselines run in the same process on the same migrated schema:
 - "same rows": raw sqlite3 executemany of exactly the document rows dk-mirror writes, then
   tantivy indexing exactly the entries it indexes (prepared before the clock starts): the
@@ -22,16 +22,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from mirror.store.schema.tables.tables import documents
+
 from bench.common import add_corpus_option, english_corpus, median
 from mirror.config import Settings
 from mirror.records import read_documents
 from mirror.service import Mirror
-from mirror.store import compression, text_index
-from mirror.store.index import entry
-from mirror.store.index_entries import Entry
-from mirror.store.rows import document_row as _row
-from mirror.store.schema import documents
+from mirror.store.db import compression
+from mirror.store.db.rows import document_row as _row
 from mirror.store.store import Store
+from mirror.store.textindex.engine import entry
+from mirror.store.textindex.sqlite import index as text_index
+from mirror.store.textindex.sqlite.entries import Entry
 
 COLUMNS = tuple(c.name for c in documents.columns)
 INSERT_DOC = f"INSERT OR REPLACE INTO documents ({','.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})"

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from bench.common import ROOT, PrivatePeak, add_corpus_option, pct
-from mirror.store import compression
+from mirror.store.db import compression
 
 # Documents per generated import file: the issue measures import per 100k file.
 FILE_DOCS = 100_000
@@ -119,7 +119,7 @@ def run_measured(
 
 def revision() -> str:
     """The schema revision this checkout writes (a cached store of another one is rebuilt)."""
-    from mirror.store.sql import SCHEMA_REVISION
+    from mirror.store.db.sql import SCHEMA_REVISION
 
     return SCHEMA_REVISION
 
@@ -297,7 +297,7 @@ def measure(
         "import_rate": imported["docs_per_s"],
     }
     with sqlite3.connect(db) as conn:
-        # The Markdown's own bytes: the store keeps it compressed (mirror/store/compression.py).
+        # The Markdown's own bytes: the store keeps it compressed (mirror/store/db/compression.py).
         compression.register(conn)
         markdown = conn.execute(
             "SELECT coalesce(sum(length(CAST(dk_inflate(content) AS BLOB))), 0) FROM documents"

@@ -42,8 +42,8 @@ from mirror.models import Document
 from mirror.records import read_documents
 from mirror.search.chunking import chunk_markdown
 from mirror.search.lexical import STOPWORDS
-from mirror.store import index
 from mirror.store.store import Store
+from mirror.store.textindex import engine as index
 
 from .pg_scratch import add_pg_option, scratch_database
 

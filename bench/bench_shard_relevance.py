@@ -1,4 +1,4 @@
-"""Relevance of local search when the index is split in shards (mirror/store/index_shards.py):
+"""Relevance of local search when the index is split in shards (mirror/store/textindex/sqlite/shards.py):
 the relevance suite's lexical metrics on one store, its index built as one shard and then split.
 
 Usage: python -m bench.bench_shard_relevance [--padding 60000] [--split-from 20000] [--corpus DIR]
@@ -22,8 +22,8 @@ from pathlib import Path
 from bench.bench_relevance import corpus_documents, lexical, load_suite, metrics
 from bench.bench_search import Synthetic, corpus
 from bench.common import add_corpus_option
-from mirror.store import index_shards
 from mirror.store.store import Store
+from mirror.store.textindex.sqlite import shards as index_shards
 
 _BATCH = 1000
 

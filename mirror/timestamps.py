@@ -16,7 +16,7 @@ def instant_key(text: str) -> str | None:
     """`YYYY-MM-DDTHH:MM:SS.fffffffff` in UTC for an RFC 3339 timestamp, or None if it is not one.
 
     Keys of equal instants are equal and keys sort as instants do, so comparing keys compares
-    instants. Fractions are cut to 9 digits (protobuf Timestamp precision). store/filter_sql.py
+    instants. Fractions are cut to 9 digits (protobuf Timestamp precision). store/db/filter_sql.py
     computes the same key in SQL; the rules here (years 1-9999, hours 0-23, offsets up to
     23:59, no leap seconds) are the ones it reproduces.
     """

@@ -154,7 +154,7 @@ class PostgresServer:
 
     def create_template(self) -> None:
         """The template every test database copies: migrated to head once per session."""
-        from mirror.store.migrate import upgrade_url
+        from mirror.store.db.migrate import upgrade_url
 
         self.execute(f"CREATE DATABASE {TEMPLATE}")
         upgrade_url(self.url(TEMPLATE))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 import pytest
+from mirror.store.schema.tables.tables import documents
 
 from mirror.cli.main import LAZY, cli
 from mirror.config import Settings
@@ -20,9 +21,8 @@ from mirror.policy import Mode
 from mirror.records import read_sample
 from mirror.search import filters
 from mirror.service import Mirror
-from mirror.store import sql
+from mirror.store.db import sql
 from mirror.store.reader import Reader
-from mirror.store.schema import documents
 from mirror.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -232,7 +232,7 @@ def test_crawl_inputs_are_checked_before_anything_runs(tmp_path: Path) -> None:
 def _batches() -> list[Any]:
     """Three batches at depth 0 whose pages link to overlapping names (one missing page)."""
     from mirror.models import Document
-    from mirror.store.crawls import BatchChanges
+    from mirror.store.tables.crawls import BatchChanges
 
     page = "documents/docs.example.dev/guide/"
     out = []

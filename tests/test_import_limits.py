@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.store.engine import BULK_CACHE_KIB
-from mirror.store.prepared import PUT_BATCH
+from mirror.store.db.engine import BULK_CACHE_KIB
+from mirror.store.write.prepared import PUT_BATCH
 from tests.conftest import document_count
 
 

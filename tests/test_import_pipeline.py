@@ -15,9 +15,9 @@ import pytest
 from mirror.config import Settings
 from mirror.errors import InvalidInput
 from mirror.service import Mirror
-from mirror.store import index
-from mirror.store.ahead import Ahead
-from mirror.store.prepared import PUT_BATCH
+from mirror.store.textindex import engine as index
+from mirror.store.write.ahead import Ahead
+from mirror.store.write.prepared import PUT_BATCH
 from tests.test_import_limits import record
 
 

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from mirror.models import Document
-from mirror.store import index_shards
 from mirror.store.store import Store
+from mirror.store.textindex.sqlite import shards as index_shards
 from tests import test_text_index as text_index_tests
 
 pytestmark = pytest.mark.sqlite_only

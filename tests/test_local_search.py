@@ -12,15 +12,17 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mirror.store.schema.tables.tables import documents
 from sqlalchemy import delete, text
 
 from mirror.models import Document
 from mirror.search import filters
 from mirror.search.lexical import all_of, any_of, names_code, query_terms
-from mirror.store import index, pg_index, text_search
-from mirror.store import index_entries as text_entries
-from mirror.store.schema import documents
 from mirror.store.store import Store
+from mirror.store.textindex import engine as index
+from mirror.store.textindex.postgres import index as pg_index
+from mirror.store.textindex.sqlite import entries as text_entries
+from mirror.store.textindex.sqlite import search as text_search
 from tests.search_backends import BACKENDS, index_entries, module_store_url
 
 pytestmark = pytest.mark.both_backends
@@ -138,7 +140,7 @@ def test_metadata_only_copy_drops_the_chunks(store: Store) -> None:
 def test_failed_write_leaves_documents_and_index_unchanged(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mirror.store import vectors
+    from mirror.store.tables import vectors
 
     before = _counts(store)
     real = vectors.forget

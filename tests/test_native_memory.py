@@ -1,4 +1,4 @@
-"""Native memory handed back to the operating system (mirror/store/native_memory.py).
+"""Native memory handed back to the operating system (mirror/store/textindex/sqlite/native_memory.py).
 
 Each check runs in a child interpreter: glibc's malloc settings are process-wide, and the
 control (glibc left as it is) needs a process that never fixed them.
@@ -27,7 +27,7 @@ libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
 libc.mallinfo2.restype = MallInfo2
 if sys.argv[1] == "fixed":
-    from mirror.store.native_memory import map_large_blocks
+    from mirror.store.textindex.sqlite.native_memory import map_large_blocks
     map_large_blocks()
 block = 1 << 20  # a tantivy arena page
 libc.free(libc.malloc(block))  # glibc's dynamic threshold rises past a freed mapped block

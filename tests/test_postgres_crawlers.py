@@ -1,7 +1,7 @@
 """Two `dk-mirror crawl` processes on one PostgreSQL frontier: each page fetched exactly once.
 
 The crawlers claim their batches' frontier rows with FOR UPDATE SKIP LOCKED
-(mirror/store/crawls.py), so a page one crawler is fetching is skipped by the other, and the
+(mirror/store/tables/crawls.py), so a page one crawler is fetching is skipped by the other, and the
 shared quota bucket keeps both under the emulator's enforced quota together (no 429).
 """
 

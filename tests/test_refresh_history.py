@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from mirror.store.schema.tables.tables import SCHEMA_REVISION
 from sqlalchemy import create_engine, text
 
 from mirror.cli.main import cli
@@ -19,9 +20,8 @@ from mirror.policy import Mode, refetch_needed
 from mirror.service import Mirror
 from mirror.service.history import resolve
 from mirror.service.refresh import RefreshInterrupted
-from mirror.store import engine as engines
-from mirror.store.migrate import upgrade
-from mirror.store.schema import SCHEMA_REVISION
+from mirror.store.db import engine as engines
+from mirror.store.db.migrate import upgrade
 from mirror.store.store import Store
 
 from .conftest import no_wait_retry

@@ -105,7 +105,7 @@ def test_quality_on_postgresql_holds_when_the_common_match_plan_kicks_in(
     postgresql_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pg_search.COMMON lowered so this corpus's common words rank in head_words first."""
-    from mirror.store import pg_search
+    from mirror.store.textindex.postgres import search as pg_search
 
     monkeypatch.setattr(pg_search, "COMMON", 20)
     got = metrics(SUITE, lexical(postgresql_store))

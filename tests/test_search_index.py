@@ -19,7 +19,7 @@ from sqlalchemy import inspect, text
 from mirror.models import Document
 from mirror.search import lexical
 from mirror.store.store import Store
-from mirror.store.text_index import name_at
+from mirror.store.textindex.sqlite.index import name_at
 
 pytestmark = pytest.mark.both_backends
 
@@ -310,7 +310,7 @@ def test_a_common_match_is_ranked_in_the_head_words_first_on_postgresql(
 ) -> None:
     if not db_url.startswith("postgresql"):
         pytest.skip("PostgreSQL's plan (tantivy's top-k search has none to spy on)")
-    from mirror.store import pg_search
+    from mirror.store.textindex.postgres import search as pg_search
 
     store = Store.open(db_url)
     try:

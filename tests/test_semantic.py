@@ -202,7 +202,7 @@ def test_index_then_every_write_keeps_the_vectors_current(store: Store) -> None:
 def test_a_bulk_write_leaves_its_documents_to_the_index_command(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mirror.store import vectors
+    from mirror.store.tables import vectors
 
     docs = small(4)
     store.put(docs[:1], fetched_at=1.0, upstream="test")
@@ -319,7 +319,7 @@ def hybrid_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store.put(docs, fetched_at=1.0, upstream="test")
     wanted = {str(n) for q in relevance() for n in q["expected"]}  # type: ignore[attr-defined]
     others = [d.name for d in docs if d.content and d.name not in wanted][::25]
-    from mirror.store import vectors
+    from mirror.store.tables import vectors
 
     vectors.build(store, model.status(), names=sorted(wanted | set(others)))
     store.close()

@@ -19,7 +19,7 @@ import pytest
 from mirror.models import Document, View
 from mirror.serve.answer_cache import AnswerCache
 from mirror.service import Mirror
-from mirror.store.generation import GenerationProbe, probe_for
+from mirror.store.db.generation import GenerationProbe, probe_for
 from mirror.store.store import Store
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}

@@ -10,16 +10,16 @@ import zlib
 from pathlib import Path
 
 import pytest
+from mirror.store.schema.tables.tables import documents
 
 from mirror.config import Settings
 from mirror.models import Document, content_sha256
 from mirror.service import Mirror
-from mirror.store import compression, sql
-from mirror.store import engine as engines
-from mirror.store.migrate import upgrade
+from mirror.store.db import compression, sql
+from mirror.store.db import engine as engines
+from mirror.store.db.migrate import upgrade
+from mirror.store.db.rows import document_row
 from mirror.store.reader import Reader
-from mirror.store.rows import document_row
-from mirror.store.schema import documents
 from mirror.store.store import Store
 from tests.emulator_fixtures import corpus_documents
 from tests.test_migrations import insert_old_documents
@@ -304,7 +304,7 @@ def test_the_store_file_is_smaller_than_the_markdown(tmp_path: Path) -> None:
 def test_the_downgrade_stores_plain_text_again(tmp_path: Path) -> None:
     from alembic import command
 
-    from mirror.store.migrate import _config
+    from mirror.store.db.migrate import _config
 
     db = tmp_path / "store.sqlite3"
     store = Store.open(_url(db))

@@ -12,15 +12,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from mirror.store.schema.tables.tables import SCHEMA_REVISION
 
 from mirror.config import Settings
 from mirror.errors import SchemaError, StoreError
 from mirror.records import read_sample
 from mirror.service import Mirror
-from mirror.store import compression
-from mirror.store import engine as engines
-from mirror.store.migrate import upgrade
-from mirror.store.schema import SCHEMA_REVISION
+from mirror.store.db import compression
+from mirror.store.db import engine as engines
+from mirror.store.db.migrate import upgrade
 from mirror.store.store import Store
 
 from . import sandbox

@@ -17,9 +17,9 @@ import pytest
 import tantivy
 
 from mirror.models import Document
-from mirror.store import index_shards
-from mirror.store.folder_lock import FolderLock
 from mirror.store.store import Store
+from mirror.store.textindex.sqlite import shards as index_shards
+from mirror.store.textindex.sqlite.folder_lock import FolderLock
 
 pytestmark = pytest.mark.sqlite_only
 
@@ -77,7 +77,7 @@ def test_one_process_holds_the_index_at_a_time(tmp_path: Path) -> None:
         f"""
         import sys, time
         from pathlib import Path
-        from mirror.store.folder_lock import FolderLock
+        from mirror.store.textindex.sqlite.folder_lock import FolderLock
         lock = FolderLock(Path({str(path)!r}))
         assert lock.acquire()
         print("held", flush=True)
@@ -113,7 +113,7 @@ def test_a_process_killed_while_indexing_leaves_an_index_the_next_search_repairs
         f"""
         import os
         from mirror.models import Document
-        from mirror.store import text_index
+        from mirror.store.textindex.sqlite import index as text_index
         from mirror.store.store import Store
 
         real = text_index.TextIndex.sync
@@ -152,7 +152,7 @@ def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_reb
     import wrote down before each part commit), not the whole index. Split: the 50 pages were
     indexed in shard 0, the import rewrites them into the shards of their names (index_shards)
     and the repair takes its entries out of both."""
-    from mirror.store import text_index
+    from mirror.store.textindex.sqlite import index as text_index
 
     monkeypatch.setattr(index_shards, "SPLIT_FROM", split_from)
     db = tmp_path / "store.sqlite3"
@@ -161,7 +161,8 @@ def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_reb
         f"""
         import os
         from mirror.models import Document
-        from mirror.store import index_parts, index_shards
+        from mirror.store.textindex.sqlite import parts as index_parts
+        from mirror.store.textindex.sqlite import shards as index_shards
         from mirror.store.store import Store
 
         index_shards.SPLIT_FROM = {split_from}
@@ -263,7 +264,7 @@ def test_the_change_log_is_pruned_once_the_index_holds_it(
 ) -> None:
     from sqlalchemy import text
 
-    from mirror.store import indexer
+    from mirror.store.textindex.sqlite import indexer
 
     monkeypatch.setattr(indexer, "PRUNE_AT", 5)
     url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
@@ -292,7 +293,8 @@ def test_a_bulk_write_that_fails_after_the_index_committed_part_of_it_leaves_no_
     """An import commits the index every COMMIT_EVERY pages (bounded memory) before the store
     commits: when the import then fails, the store rolls back, and the next sync repairs the
     pages the import had published (from the names it wrote down), without a rebuild."""
-    from mirror.store import index_parts, text_index
+    from mirror.store.textindex.sqlite import index as text_index
+    from mirror.store.textindex.sqlite import parts as index_parts
 
     monkeypatch.setattr(index_parts, "COMMIT_EVERY", 3)
     monkeypatch.setattr("mirror.store.store.PUT_BATCH", 2)  # batches written before the error
@@ -360,7 +362,8 @@ def test_large_syncs_and_rebuilds_commit_the_index_in_parts(
     """Tantivy holds what it indexed since its last commit in memory: a sync of many changes
     (a store copied in, or written by another tool) and a rebuild commit every COMMIT_EVERY
     pages, and the index ends whole all the same."""
-    from mirror.store import index_parts, text_index
+    from mirror.store.textindex.sqlite import index as text_index
+    from mirror.store.textindex.sqlite import parts as index_parts
 
     monkeypatch.setattr(index_parts, "COMMIT_EVERY", 4)
     monkeypatch.setattr(text_index, "_BATCH", 4)  # pages read back per statement

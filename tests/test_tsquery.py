@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from mirror.search.lexical import all_of, any_of, query_terms
 from mirror.search.tsquery import headline_query, headline_text, normalized, to_tsquery
-from mirror.store.pg_index import fitted
+from mirror.store.textindex.postgres.index import fitted
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ def upgrade() -> None:
     for statement in CREATE:
         op.execute(statement)
     # The index is derived data: built by the code that keeps it (as `dk-mirror index rebuild`).
-    from mirror.store import pg_index
+    from mirror.store.textindex.postgres import index as pg_index
 
     pg_index.rebuild(bind)
 

@@ -106,7 +106,7 @@ def _replace_objects(statements: tuple[str, ...]) -> None:
 
 
 def _register() -> None:
-    from mirror.store import compression
+    from mirror.store.db import compression
 
     raw = op.get_bind().connection.driver_connection
     for name, function in (("dk_0012_deflate", _deflate), ("dk_0012_inflate", _inflate)):

@@ -10,7 +10,7 @@
 Fields are `data_source`, `uri` (`=`, `!=`, double-quoted strings), `update_time` (all six
 comparators, a double-quoted RFC 3339 timestamp) and `content_length_bytes` (all six, a bare or
 quoted integer). The same AST is evaluated in Python (`evaluate`) and compiled to SQL (`to_sql`,
-in store/filter_sql.py, since only store/ speaks SQL); both follow one rule for missing values, stated at `evaluate`.
+in store/db/filter_sql.py, since only store/ speaks SQL); both follow one rule for missing values, stated at `evaluate`.
 """
 
 from __future__ import annotations

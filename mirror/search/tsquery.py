@@ -64,7 +64,7 @@ def normalized(text: str) -> str:
 # produces.
 _TOKEN = re.compile(r'\s*(?:"((?:[^"]|"")*)"(\*?)|(AND|OR)\b|([()])|\{([a-z ]+)\}\s*:)')
 
-# The tsvector weight each FTS5 column's words carry on PostgreSQL (mirror.store.pg_index):
+# The tsvector weight each FTS5 column's words carry on PostgreSQL (mirror.store.textindex.postgres.index):
 # a column filter becomes a weight restriction. Body and side share D there, so a filter that
 # names `side` also matches body words (broader than FTS5, never narrower).
 _WEIGHTS = {"title": "A", "headings": "B", "description": "C", "body": "D", "side": "D"}

@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from ..snapshots.lockcheck import LockDrift
     from ..snapshots.lockfile import LockEntry
     from ..snapshots.read import VerifyReport
-    from ..store.index import IndexState
-    from ..store.migrate import SchemaStatus
+    from ..store.db.migrate import SchemaStatus
     from ..store.reader import Reader
     from ..store.store import Store
+    from ..store.textindex.engine import IndexState
     from ..upstream import Upstream
     from ..upstream.pacing import Pacing
     from ..upstream.retry import RetryPolicy
@@ -137,7 +137,7 @@ class Mirror:
         )
 
     def _open_store(self) -> Store:
-        from ..store.engine import exists_read_only
+        from ..store.db.engine import exists_read_only
         from ..store.store import Store
 
         url = self.settings.db_url
@@ -489,13 +489,13 @@ class Mirror:
 
     def schema_status(self) -> SchemaStatus:
         """The store's schema revision and the newest this version knows (no upgrade)."""
-        from ..store.migrate import schema_status
+        from ..store.db.migrate import schema_status
 
         return schema_status(self.settings.db_url)
 
     def upgrade_schema(self) -> SchemaStatus:
         """Upgrade the store's schema to the newest revision; returns the new status."""
-        from ..store.migrate import schema_status, upgrade_url
+        from ..store.db.migrate import schema_status, upgrade_url
 
         upgrade_url(self.settings.db_url)
         return schema_status(self.settings.db_url)

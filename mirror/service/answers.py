@@ -17,7 +17,7 @@ from . import documents
 from .context import Context
 
 if TYPE_CHECKING:
-    from ..store.recorded import RecordedAnswer
+    from ..store.tables.recorded import RecordedAnswer
 
 QUOTA_BUCKET = "answerQuery"
 # How many local hits an extractive answer may quote from.

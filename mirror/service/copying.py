@@ -11,7 +11,7 @@ from ..snapshots import format as snapshot
 from .context import Context
 
 if TYPE_CHECKING:
-    from ..store.copy import Progress
+    from ..store.db.copy import Progress
     from ..store.store import Store
 
 
@@ -56,7 +56,7 @@ def snapshot_root(store: Store) -> str:
 
 def copy_store(ctx: Context, destination: str, progress: Progress | None = None) -> CopyReport:
     """Copy the store of `ctx` into the empty store at `destination` and compare their roots."""
-    from ..store.copy import copy_rows
+    from ..store.db.copy import copy_rows
     from ..store.store import Store
     from .crawl import full_store
 

@@ -1,6 +1,6 @@
 """Crawl use case: discover documents (links, searches) and mirror them, resumable.
 
-The frontier lives in the store (store/crawls.py), so a run that is killed continues where
+The frontier lives in the store (store/tables/crawls.py), so a run that is killed continues where
 it stopped when the same command runs again; the walk itself (batches in flight, progress)
 is in crawl_walk.py, the pure decisions (links, scope, limits) in mirror/crawl/.
 """
@@ -185,7 +185,7 @@ def crawl(
     upstream = ctx.upstream()  # refuses offline before the store records anything
     store = full_store(ctx)
     # Each worker reads the store while, on PostgreSQL, its claim holds a writer connection
-    # through the fetch (store/crawls.py): two connections a worker, none waited for.
+    # through the fetch (store/tables/crawls.py): two connections a worker, none waited for.
     store.size_for(2 * options.concurrency)
     start = store.crawls.begin(
         spec.key,

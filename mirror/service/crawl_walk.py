@@ -40,8 +40,8 @@ from ..policy import Action, Mode, plan
 from .context import Context
 
 if TYPE_CHECKING:
-    from ..store.crawls import BatchChanges, GroupWriter
     from ..store.store import Store
+    from ..store.tables.crawls import BatchChanges, GroupWriter
     from ..upstream import Upstream
     from .crawl import CrawlOptions, CrawlReport
 
@@ -316,7 +316,7 @@ class Walk:
     def _prepare(self, names: list[str], depth: int) -> tuple[BatchChanges, UpstreamError | None]:
         """Settle one batch but for its commit: what the store has, what upstream lacks,
         fetch the rest, read links."""
-        from ..store.crawls import BatchChanges
+        from ..store.tables.crawls import BatchChanges
         from ..upstream.batching import BatchOutcome, fetch_batch
 
         now = self.ctx.clock()

@@ -1,6 +1,6 @@
 """History use cases: list a document's versions, diff two of them, prune old ones.
 
-Versions are recorded by the store on every write (store/versions.py); this module reads them.
+Versions are recorded by the store on every write (store/tables/versions.py); this module reads them.
 Everything here is local: no network, ever.
 """
 

@@ -19,9 +19,9 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..search import filters
-    from ..store.ranking import DocumentHit
     from ..store.reader import Reader
     from ..store.store import Store
+    from ..store.textindex.ranking import DocumentHit
 
 # Page tokens the local index gives out start with this; upstream's never do.
 LOCAL_TOKEN = "local."
@@ -288,7 +288,7 @@ def hybrid_ranking(
     if dense is None:
         return None
     from ..search.fusion import reciprocal_rank_fusion
-    from ..store.ranking import DocumentHit
+    from ..store.textindex.ranking import DocumentHit
 
     if lexical is None:
         lexical = lexical_ranking(ctx, query, limit=depth, node=node)

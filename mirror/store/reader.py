@@ -31,19 +31,19 @@ from ..models import (
     Summary,
     Version,
 )
-from . import compression, sql
-from .rows import cached_document
+from .db import compression, sql
+from .db.rows import cached_document
 
 if TYPE_CHECKING:
     from ..search.filters import Node
     from ..semantic.model import ModelInfo
-    from .buckets import Buckets
-    from .index import IndexState
-    from .ranking import DocumentHit, LocalHit
-    from .recorded import RecordedAnswer, RecordedPage
     from .store import Store
-    from .text_index import TextIndex
-    from .vectors import Progress, SemanticFacts
+    from .tables.buckets import Buckets
+    from .tables.recorded import RecordedAnswer, RecordedPage
+    from .tables.vectors import Progress, SemanticFacts
+    from .textindex.engine import IndexState
+    from .textindex.ranking import DocumentHit, LocalHit
+    from .textindex.sqlite.index import TextIndex
 
 _PREFIX = "sqlite:///"
 # Milliseconds to wait on a lock: a writer's checkpoint or WAL recovery can hold one briefly.
@@ -187,7 +187,7 @@ class Reader:
             return self.full().search_local(query, limit=limit, offset=offset, where=where)
         if not self.has_search_index():
             return []
-        from . import text_search
+        from .textindex.sqlite import search as text_search
 
         self._conn.execute("BEGIN")  # one snapshot for the ranking and text lookups
         try:
@@ -203,7 +203,7 @@ class Reader:
             return self.full().rank_documents(query, limit=limit, where=where)
         if not self.has_search_index():
             return []
-        from . import text_search
+        from .textindex.sqlite import search as text_search
 
         self._conn.execute("BEGIN")
         try:
@@ -214,8 +214,8 @@ class Reader:
     def _text(self) -> TextIndex:
         # The store's tantivy index (synced by the search itself: it only reads the store).
         if self._text_index is None:
-            from .index_folder import folder_for
-            from .text_index import TextIndex
+            from .textindex.sqlite.folder import folder_for
+            from .textindex.sqlite.index import TextIndex
 
             self._text_index = TextIndex(folder_for(sqlite_path(self.url)))
         return self._text_index
@@ -351,13 +351,13 @@ class ReaderRecordings:
 
     def page(self, key: str) -> RecordedPage | None:
         """The recorded page for a request key, if any."""
-        from .recorded import recorded_page  # only offline search needs it
+        from .tables.recorded import recorded_page  # only offline search needs it
 
         return recorded_page(self._one(sql.RECORDED_PAGE, key))
 
     def answer(self, key: str) -> RecordedAnswer | None:
         """The recorded answer for a request key, if any."""
-        from .recorded import recorded_answer
+        from .tables.recorded import recorded_answer
 
         return recorded_answer(self._one(sql.RECORDED_ANSWER, key))
 

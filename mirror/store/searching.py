@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, event
 
 from ..errors import StoreError
-from .schema import documents
+from .schema.tables import documents
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from .index import IndexState
-    from .indexer import Indexer
-    from .ranking import DocumentHit, LocalHit
-    from .text_index import Session, TextIndex
+    from .textindex.engine import IndexState
+    from .textindex.ranking import DocumentHit, LocalHit
+    from .textindex.sqlite.index import Session, TextIndex
+    from .textindex.sqlite.indexer import Indexer
 
 
 class Searching:
@@ -50,8 +50,8 @@ class Searching:
         """SQLite's search index, a tantivy folder beside the store file (text_index.py)."""
         with self._text_lock:
             if self._text is None:
-                from .index_folder import folder_for
-                from .text_index import TextIndex
+                from .textindex.sqlite.folder import folder_for
+                from .textindex.sqlite.index import TextIndex
 
                 self._text = TextIndex(folder_for(self.engine.url.database))
             return self._text
@@ -61,7 +61,7 @@ class Searching:
         index = self.text_index()
         with self._text_lock:
             if self._indexer is None:
-                from .indexer import Indexer
+                from .textindex.sqlite.indexer import Indexer
 
                 self._indexer = Indexer(index, lambda: self.engine.raw_connection())
             return self._indexer
@@ -78,8 +78,8 @@ class Searching:
         """Best-matching chunks in the local index (`where`: a parsed upstream filter)."""
         if not self.has_search_index():
             return []
-        from . import index
-        from .filter_sql import to_sql
+        from .db.filter_sql import to_sql
+        from .textindex import engine as index
 
         clause = to_sql(where, documents) if where is not None else None
         # One snapshot for the ranking and text lookups; a checkout is cheap next to a search.
@@ -94,7 +94,7 @@ class Searching:
         (mirror.service.search.snippets: best_window)."""
         if self.engine.dialect.name != "postgresql":
             return None
-        from . import pg_headline
+        from .textindex.postgres import headline as pg_headline
 
         with self.engine.connect() as conn:
             return pg_headline.headlines(conn, query, shown)
@@ -105,8 +105,8 @@ class Searching:
         """The lexical ranking: the best `limit` documents for `query`, best first."""
         if not self.has_search_index():
             return []
-        from . import index
-        from .filter_sql import to_sql
+        from .db.filter_sql import to_sql
+        from .textindex import engine as index
 
         clause = to_sql(where, documents) if where is not None else None
         with self.engine.connect() as conn, conn.begin():
@@ -120,7 +120,7 @@ class Searching:
     def check_index(self) -> IndexState:
         """How the search index compares with the documents."""
         self._need_index()
-        from . import index
+        from .textindex import engine as index
 
         with self.engine.connect() as conn, conn.begin():
             return index.check(conn, self._text_for_search())
@@ -129,7 +129,7 @@ class Searching:
         """Rebuild the search index from the documents (PostgreSQL: in one transaction; SQLite:
         from one snapshot); returns how many documents it holds."""
         self._need_index()
-        from . import index
+        from .textindex import engine as index
 
         if self._fast_sql:
             with self.engine.connect() as conn, conn.begin():
@@ -151,7 +151,7 @@ class Searching:
         found: bool | None = getattr(self, "_has_index", None)
         if found is None:
             with self.engine.connect() as conn:
-                from . import index
+                from .textindex import engine as index
 
                 found = self._has_index = index.available(conn)
         return found

@@ -27,31 +27,32 @@ from ..models import (
     Summary,
     Version,
 )
-from . import engine as engines
-from . import sql
-from .failures import from_dbapi
-from .generation import GenerationProbe, probe_for
-from .prepared import PREPARED_AHEAD, PUT_BATCH, PUT_BATCH_CHARS, Prepared, prepare
-from .prepared import batches as in_batches
-from .rows import cached_document, upsert
+from .db import engine as engines
+from .db import sql
+from .db.failures import from_dbapi
+from .db.generation import GenerationProbe, probe_for
+from .db.rows import cached_document, upsert
 from .searching import Searching
+from .write.prepared import PREPARED_AHEAD, PUT_BATCH, PUT_BATCH_CHARS, Prepared, prepare
+from .write.prepared import batches as in_batches
 
 if TYPE_CHECKING:
     from ..search.filters import Node
     from ..semantic.matrix import Matrix
     from ..semantic.model import ModelInfo
-    from .buckets import Buckets
-    from .crawls import Crawls
-    from .indexer import Indexer
-    from .recordings import Recordings
-    from .text_index import Session, TextIndex
-    from .vectors import Progress, SemanticFacts
-from .schema import SCHEMA_REVISION, documents
-
+    from .tables.buckets import Buckets
+    from .tables.crawls import Crawls
+    from .tables.recordings import Recordings
+    from .tables.vectors import Progress, SemanticFacts
+    from .textindex.sqlite.index import Session, TextIndex
+    from .textindex.sqlite.indexer import Indexer
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
-from . import schema_counts, schema_crawl, schema_embeddings  # noqa: F401  isort: skip
-from . import schema_index, schema_recordings, schema_versions  # noqa: F401  isort: skip
+from .schema.tables import SCHEMA_REVISION, documents
+
+from .schema import counts as _counts, crawl as _crawl  # noqa: F401  isort: skip
+from .schema import embeddings as _embeddings, index as _index  # noqa: F401  isort: skip
+from .schema import recordings as _recordings, versions as _versions  # noqa: F401  isort: skip
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
 # Pooled connections beyond a server's worker threads: a writer's, and the event loop's.
@@ -140,7 +141,7 @@ class Store(Searching):
                 hint="run `dk-mirror db upgrade`"
                 + (" where the store is writable" if locked else ""),
             )
-        from .migrate import upgrade as run_upgrade
+        from .db.migrate import upgrade as run_upgrade
 
         if not readonly:
             run_upgrade(self.engine)
@@ -207,14 +208,14 @@ class Store(Searching):
     @cached_property
     def recordings(self) -> Recordings:
         """Recorded searches and answers, and local quota counts."""
-        from .recordings import Recordings
+        from .tables.recordings import Recordings
 
         return Recordings(self.engine, self._writer)
 
     @cached_property
     def crawls(self) -> Crawls:
         """Crawl frontiers and names upstream does not have."""
-        from .crawls import Crawls
+        from .tables.crawls import Crawls
 
         # A crawl's batch writes its documents in its own transaction: hand it the writer.
         return Crawls(self.engine, self._writer, self._write_batch)
@@ -222,13 +223,13 @@ class Store(Searching):
     @cached_property
     def buckets(self) -> Buckets:
         """Quota buckets shared by every process pacing its upstream calls on this store."""
-        from .buckets import Buckets
+        from .tables.buckets import Buckets
 
         return Buckets(self.engine, self._writer)
 
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""
-        from .migrate import current_revision
+        from .db.migrate import current_revision
 
         with self.engine.connect() as conn:
             return current_revision(conn)
@@ -286,9 +287,9 @@ class Store(Searching):
         `docs` (a bad line in an import file) rolls back everything already written. A name
         seen again replaces its earlier copy and is counted once.
         """
-        from .ahead import Ahead
-        from .bulk import Changed
-        from .seen_names import SeenNames
+        from .write.ahead import Ahead
+        from .write.bulk import Changed
+        from .write.seen_names import SeenNames
 
         changed = Changed()
         total = 0
@@ -317,7 +318,7 @@ class Store(Searching):
     ) -> Iterator[Prepared]:
         """Batches of `docs`, prepared; run by put_stream's reading thread, which reads the
         store on a connection of its own to derive only the index entries likely needed."""
-        from .ahead import close_source
+        from .write.ahead import close_source
 
         pooled = self.engine.raw_connection() if self._fast_sql and not self._one_thread else None
         batches = in_batches(docs, PUT_BATCH, PUT_BATCH_CHARS)
@@ -343,7 +344,8 @@ class Store(Searching):
     ) -> list[str]:
         # Imported here: the index (chunker, tantivy) is not needed to read documents,
         # and cold `dk-mirror get --offline` pays for every import.
-        from . import index, vectors, versions
+        from .tables import vectors, versions
+        from .textindex import engine as index
 
         # Same transaction: documents, their history and their search index commit or roll
         # back together. A copy without content is "changed" too: its old chunks must go.
@@ -361,13 +363,13 @@ class Store(Searching):
     def _refresh_vectors(self, names: list[str]) -> None:
         # After the commit, never inside it: embedding takes ~0.1 s a document.
         if names:
-            from . import vectors
+            from .tables import vectors
 
             vectors.refresh(self, names)
 
     def semantic_facts(self, model_key: str) -> SemanticFacts:
         """The semantic index's model, current vectors and documents waiting for one."""
-        from . import vectors
+        from .tables import vectors
 
         return vectors.facts(self, model_key)
 
@@ -375,7 +377,7 @@ class Store(Searching):
         self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
     ) -> int:
         """Embed every document without a current vector for `info`'s model; how many."""
-        from . import vectors
+        from .tables import vectors
 
         return vectors.build(self, info, rebuild=rebuild, progress=progress)
 
@@ -383,8 +385,8 @@ class Store(Searching):
         self, query: str, *, limit: int, where: Node | None = None
     ) -> list[tuple[str, float]] | None:
         """Documents nearest to `query` by meaning, best first (None: semantic tier off)."""
-        from . import vectors
-        from .filter_sql import to_sql
+        from .db.filter_sql import to_sql
+        from .tables import vectors
 
         clause = to_sql(where, documents) if where is not None else None
         return vectors.dense(self, query, limit, clause)
@@ -409,20 +411,20 @@ class Store(Searching):
         names: Sequence[str] | None = None,
     ) -> Iterator[Document]:
         """Documents with content in name order, streamed (for snapshots and exports)."""
-        from .bulk import iter_documents
+        from .write.bulk import iter_documents
 
         return iter_documents(self, prefix=prefix, data_source=data_source, names=names)
 
     def versions(self, name: str) -> list[Version]:
         """Every stored version of `name`, newest first, the current one marked."""
-        from . import versions
+        from .tables import versions
 
         with self.engine.connect() as conn, conn.begin():
             return versions.versions(conn, name)
 
     def version_document(self, name: str, sha256: str) -> Document | None:
         """`name` as it was with content `sha256` (hex), from its history; None if not kept."""
-        from . import versions
+        from .tables import versions
 
         with self.engine.connect() as conn, conn.begin():
             return versions.version_document(conn, name, sha256)
@@ -430,35 +432,35 @@ class Store(Searching):
     def prune_versions(self, keep: int, names: Sequence[str] | None = None) -> int:
         """Keep the newest `keep` versions of each document (of `names`); returns how many
         versions were dropped."""
-        from . import versions
+        from .tables import versions
 
         with self._writer() as conn, conn.begin():
             return versions.prune(conn, keep, names)
 
     def refresh_stamps(self, prefix: str | None, checked_before: float | None) -> list[Stamp]:
         """Documents with content (under `prefix`) last checked before `checked_before`."""
-        from . import versions
+        from .tables import versions
 
         with self.engine.connect() as conn:
             return versions.stamps(conn, prefix, checked_before)
 
     def mark_checked(self, names: Sequence[str], at: float) -> None:
         """Upstream has `names` unchanged: count their copies as fetched `at` (content kept)."""
-        from . import versions
+        from .tables import versions
 
         with self._writer() as conn, conn.begin():
             versions.mark_checked(conn, names, at)
 
     def mark_gone(self, names: Sequence[str], at: float) -> None:
         """Upstream no longer has `names`: flag them, keep their copies."""
-        from . import versions
+        from .tables import versions
 
         with self._writer() as conn, conn.begin():
             versions.mark_gone(conn, names, at)
 
     def clear_gone(self, names: Sequence[str]) -> None:
         """Upstream has `names` again: drop their gone flags."""
-        from . import versions
+        from .tables import versions
 
         with self._writer() as conn, conn.begin():
             versions.clear_gone(conn, names)
@@ -468,7 +470,7 @@ class Store(Searching):
     ) -> tuple[int, int]:
         """Upsert documents and delete names (tombstones) from a stream, in one transaction;
         returns (written, removed)."""
-        from .bulk import apply_stream
+        from .write.bulk import apply_stream
 
         return apply_stream(self, changes, fetched_at=fetched_at, upstream=upstream)
 

@@ -1,0 +1,1 @@
+"""The tables, as SQLAlchemy Core metadata (tables.py, and one module per group of tables)."""

@@ -1,0 +1,1 @@
+"""The store's tables beyond documents: crawls, quota buckets, recordings, versions, vectors."""

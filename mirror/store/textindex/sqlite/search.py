@@ -1,0 +1,320 @@
+"""Local search on SQLite: documents ranked by BM25 in the store's tantivy index (text_index.py),
+then each shown with its best chunks.
+
+The one implementation for SQLite: the full Store runs it on the DBAPI connection under its
+SQLAlchemy connection (index.search), the cold-start Reader on its own sqlite3 connection;
+both hold one read transaction around it, and the index is synced inside it first. Queries are
+built as tantivy query objects from mirror.search.lexical's terms, never parsed from user text.
+
+The plan (the same as PostgreSQL's, pg_search.py): pages with every term first, topped up with
+pages with any term or part of one (never above a page that had every term); a long question
+ranks pages with any term from the start. Tantivy scores every page that matches (see
+text_index.py on why its block skipping is not used), in compiled code rather than a BM25
+call per page as FTS5 did. A word that matches nothing is corrected from the
+index's vocabulary. Every page found is checked against the store (and a `where` filter, as
+SQL) before it is returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import tantivy
+
+from ....search import lexical, translations
+from ...db.compression import inflate
+from ..ranking import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit, grouped
+from .entries import FIELDS
+from .index import TextIndex
+from .shards import ShardSearcher
+
+# Score weight per field (title, description, heading lines, body, side column). Tantivy
+# scores each field's BM25 with its own length norm, so a title match already weighs more than
+# one in a long body; FTS5's weights (8, 2, 3, 1, 1) over its whole-page norm ranked every
+# hit@1 of tests/data/relevance.json lower here than these (tuned on that suite: 0.891 -> 0.941).
+WEIGHTS = dict(zip(FIELDS, (2.0, 1.5, 1.5, 1.0, 1.0), strict=True))
+# The fields an identifier's parts rank in (in the body they favour any long page about them).
+PART_FIELDS = ("title", "headings", "side")
+# ... with their scores scaled by this (a larger share ranked pages about one part first).
+PART_BOOST = 0.5
+# score = s / (s + SCORE_K) for tantivy's BM25 sum s: monotonic, in [0, 1).
+SCORE_K = 10.0
+# How many candidates a search fetches before a `where` filter, at most, before it asks the
+# store for every page that passes the filter and searches among those alone.
+_MAX_CANDIDATES = 4000
+# Typo correction looks at vocabulary terms sharing the first two letters, at most this many.
+_MAX_SPELLING_CANDIDATES = 20_000
+_PRESENT = "SELECT name FROM documents WHERE content IS NOT NULL AND name IN ({marks})"
+_CONTENT = "SELECT name, content FROM documents WHERE name IN ({marks})"
+# SQLite's default limit on bound parameters is 32766 (since 3.32); batches stay far below.
+_BATCH = 500
+
+Query = tantivy.Query
+Occur = tantivy.Occur
+
+
+class Filtered(Protocol):
+    """A `where` filter on the documents, as the SQL that only the full Store can build."""
+
+    def passing(self, names: Sequence[str]) -> set[str]:
+        """The names among `names` whose documents pass the filter (and have content)."""
+
+    def every(self) -> list[str]:
+        """Every name whose document passes the filter (and has content)."""
+
+
+def _score(score: float) -> float:
+    return max(score / (score + SCORE_K), MIN_SCORE)
+
+
+class _Builder:
+    """Tantivy queries for lexical terms, tokenized as the index is."""
+
+    def __init__(self, index: TextIndex) -> None:
+        self.index = index
+        self.schema = index.schema
+
+    def field(self, field: str, tokens: Sequence[str]) -> Any:
+        if len(tokens) == 1:
+            return Query.term_query(self.schema, field, tokens[0], index_option="freq")
+        return Query.phrase_query(self.schema, field, list(tokens))
+
+    def anywhere(self, tokens: Sequence[str], fields: Iterable[str] = FIELDS) -> Any:
+        """The tokens (one phrase) in any field, each field's score weighted."""
+        return Query.boolean_query(
+            [(Occur.Should, Query.boost_query(self.field(f, tokens), WEIGHTS[f])) for f in fields]
+        )
+
+    def gram(self, grams: Sequence[str]) -> Any:
+        """A CJK run: its bigrams as a phrase in the side column (a lone character: any
+        bigram that starts with it)."""
+        if len(grams) == 1 and len(grams[0]) == 1:
+            folded = "".join(self.index.analyze(grams[0])) or grams[0]
+            return Query.regex_query(self.schema, "side", _regex_literal(folded) + ".*")
+        tokens = [t for g in grams for t in self.index.analyze(g)[:1]]
+        return self.field("side", tokens) if tokens else None
+
+    def term(self, term: lexical.Term) -> Any:
+        """Pages with the whole term (its words as one phrase, each CJK run's bigrams)."""
+        pieces = []
+        tokens = self.index.analyze(" ".join(term.plain)) if term.plain else []
+        if tokens:
+            pieces.append(self.anywhere(tokens))
+        pieces.extend(q for g in term.grams if (q := self.gram(g)) is not None)
+        if not pieces:
+            return None
+        if len(pieces) == 1:
+            return pieces[0]
+        return Query.boolean_query([(Occur.Must, q) for q in pieces])
+
+    def word(self, word: str) -> Any:
+        tokens = self.index.analyze(word)
+        return self.anywhere(tokens) if tokens else None
+
+    def all_of(self, terms: Sequence[lexical.Term]) -> Any:
+        """Pages with every term. An identifier of several words (`navigator.wakeLock.request`)
+        must appear whole, and ranks by its parts in the title, headings and side column too:
+        of the pages that name the call, the one about it ranks above a note naming it once."""
+        clauses = []
+        for term in terms:
+            whole = self.term(term)
+            if whole is None:
+                continue
+            clauses.append((Occur.Must, whole))
+            if " " in term.text and not term.grams:
+                parts = [tokens for p in term.parts if (tokens := self.index.analyze(p))]
+                clauses.extend(
+                    (
+                        Occur.Should,
+                        Query.boost_query(self.anywhere(tokens, PART_FIELDS), PART_BOOST),
+                    )
+                    for tokens in parts
+                )
+        return Query.boolean_query(clauses) if clauses else None
+
+    def any_of(self, terms: Sequence[lexical.Term]) -> Any:
+        """Pages with any term, or any part of one (a word of an identifier)."""
+        queries = [q for t in terms if (q := self.term(t)) is not None]
+        parts = dict.fromkeys(p for t in terms if len(t.parts) > 1 for p in t.parts)
+        queries += [q for p in parts if (q := self.word(p)) is not None]
+        if not queries:
+            return None
+        return Query.boolean_query([(Occur.Should, q) for q in queries])
+
+
+def _regex_literal(text: str) -> str:
+    # tantivy's regex syntax (the regex crate): escape every character that is not a letter.
+    return "".join(c if c.isalnum() else "\\" + c for c in text)
+
+
+def _present(raw: Any, names: Sequence[str], where: Filtered | None) -> set[str]:
+    if where is not None:
+        return where.passing(names)
+    found: set[str] = set()
+    for start in range(0, len(names), _BATCH):
+        batch = list(names[start : start + _BATCH])
+        rows = raw.execute(_PRESENT.format(marks=", ".join("?" * len(batch))), batch)
+        found.update(name for (name,) in rows)
+    return found
+
+
+def _page(
+    raw: Any,
+    searcher: ShardSearcher,
+    query: Any,
+    need: int,
+    where: Filtered | None,
+    builder: _Builder,
+) -> list[tuple[float, str]]:
+    """The first `need` pages matching `query` that the store holds (and pass `where`), as
+    (score, name), best first, ties by name."""
+    count = need + 1
+    while True:
+        hits = searcher.search(query, count)
+        names = searcher.names(hits)
+        present = _present(raw, names, where)
+        found = sorted(
+            (
+                (score, name)
+                for (score, _), name in zip(hits, names, strict=True)
+                if name in present
+            ),
+            key=lambda row: (-row[0], row[1]),
+        )
+        exhausted = len(hits) < count
+        # Pages not fetched score <= the last one fetched: the page of results is final once
+        # its last row scores strictly more (a tie could sort before it by name).
+        if exhausted or (len(found) >= need and found[need - 1][0] > hits[-1][0]):
+            return found[:need]
+        if count >= _MAX_CANDIDATES:
+            break
+        count *= 4
+    if where is None:
+        return found[:need]  # thousands of exact ties: keep the index's order among them
+    # A selective filter: search among the pages that pass it.
+    allowed = where.every()
+    if not allowed:
+        return []
+    narrowed = Query.boolean_query(
+        [(Occur.Must, query), (Occur.Must, Query.term_set_query(builder.schema, "name", allowed))]
+    )
+    hits = searcher.search(narrowed, need)
+    names = searcher.names(hits)
+    present = _present(raw, names, where)
+    rows = [(score, n) for (score, _), n in zip(hits, names, strict=True) if n in present]
+    return sorted(rows, key=lambda row: (-row[0], row[1]))
+
+
+def _correct(
+    index: TextIndex, searcher: ShardSearcher, terms: list[lexical.Term]
+) -> list[lexical.Term]:
+    """The terms with each word that matches no page replaced by the closest term of the
+    index's vocabulary (stems 1 edit apart, 2 for long ones; the most frequent wins)."""
+    for word in lexical.words_of(terms):
+        folded = word.casefold()
+        if len(folded) < 4 or not folded.isalpha() or not folded.isascii():
+            continue
+        tokens = index.analyze(folded)
+        if len(tokens) != 1:
+            continue
+        stemmed = tokens[0]
+        if any(searcher.doc_freq(field, stemmed) for field in FIELDS):
+            continue
+        vocabulary = searcher.terms_with_prefix("body", stemmed[:2], limit=_MAX_SPELLING_CANDIDATES)
+        better = lexical.closest(stemmed, vocabulary)
+        if better is not None:
+            terms = lexical.replace_word(terms, word, better)
+    return terms
+
+
+def rank_documents(
+    raw: Any, index: TextIndex, query: str, *, limit: int, where: Filtered | None = None
+) -> list[DocumentHit]:
+    """The lexical ranking: the best `limit` documents for `query`, best first. Pages with all
+    the terms first, then (when those are fewer than `limit`) pages with any term or any part of
+    one; a long query ranks pages with any term from the start. `raw`: an sqlite3 connection in
+    the caller's read transaction."""
+    terms = lexical.query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    searcher = index.searcher(raw)
+    if searcher.num_docs == 0:
+        return []
+    terms = _correct(index, searcher, terms)
+    builder = _Builder(index)
+    hits: list[DocumentHit] = []
+    seen: set[str] = set()
+    either = builder.any_of(terms)
+    if len(terms) < LONG_QUERY:
+        every = builder.all_of(terms)
+        if every is not None:
+            _add(hits, seen, _page(raw, searcher, every, limit, where, builder), floor=None)
+    if len(hits) < limit and either is not None:
+        floor = (hits[-1].score if hits else 1.0) if len(terms) < LONG_QUERY else None
+        rows = _page(raw, searcher, either, limit + len(hits), where, builder)
+        _add(hits, seen, rows, floor=floor)
+    return _untranslated_first(searcher, builder, hits[:limit], terms)
+
+
+def _add(
+    hits: list[DocumentHit], seen: set[str], rows: list[tuple[float, str]], *, floor: float | None
+) -> None:
+    """Append the rows not seen yet; a page topped up from a looser match (`floor`: the
+    score of the last page before it) never outranks one that had every term."""
+    for raw_score, name in rows:
+        if name not in seen:
+            seen.add(name)
+            score = _score(raw_score) if floor is None else min(_score(raw_score), floor)
+            hits.append(DocumentHit(name, -raw_score, score))
+
+
+def _untranslated_first(
+    searcher: ShardSearcher, builder: _Builder, hits: list[DocumentHit], terms: list[lexical.Term]
+) -> list[DocumentHit]:
+    """`hits` with untranslated pages ahead of translations that hold no more of the query's
+    terms (mirror.search.translations says why). Costs nothing without a translation."""
+    if not any(translations.is_translation(h.name) for h in hits):
+        return hits
+    names = [h.name for h in hits]
+    among = Query.term_set_query(builder.schema, "name", names)
+    held = dict.fromkeys(names, 0)
+    for term in terms:
+        whole = builder.term(term)
+        if whole is None:
+            continue
+        query = Query.boolean_query([(Occur.Must, whole), (Occur.Must, among)])
+        for name in searcher.names(searcher.search(query, len(names))):
+            held[name] += 1
+    ordered = translations.untranslated_first(hits, lambda h: h.name, held)
+    # Positions keep their ranks and scores: the list stays best first whatever moved.
+    return [
+        DocumentHit(hit.name, place.rank, place.score)
+        for hit, place in zip(ordered, hits, strict=True)
+    ]
+
+
+def search(
+    raw: Any,
+    index: TextIndex,
+    query: str,
+    *,
+    limit: int,
+    offset: int = 0,
+    where: Filtered | None = None,
+) -> list[LocalHit]:
+    """The best chunks for `query`, grouped by document: the lexical ranking of documents, each
+    followed by its best chunks. The caller holds one read transaction around it."""
+    if limit <= 0:
+        return []
+    offset = max(offset, 0)
+    need = offset + limit
+    # Every document gives at least one chunk: `need` documents always fill the page.
+    documents = rank_documents(raw, index, query, limit=need, where=where)
+
+    def contents(names: list[str]) -> dict[str, str | None]:
+        marks = ", ".join("?" * len(names))
+        rows = raw.execute(_CONTENT.format(marks=marks), names).fetchall()
+        return {name: inflate(content) for name, content in rows}
+
+    return grouped(documents, query, need, contents)[offset:need]

@@ -1,0 +1,1 @@
+"""The bulk write pipeline: batches prepared off the writer's thread, streamed in name order."""

@@ -1,0 +1,109 @@
+"""Whole-store operations for snapshots and locks: stream documents in name order, apply changes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, delete, select
+
+from ...models import Document
+from ..db import engine as engines
+from ..db.rows import cached_document
+from ..schema.tables import documents
+from ..tables import vectors, versions
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+# Rows fetched per round trip while streaming; bounds memory for 50,000-document stores.
+STREAM_BATCH = 500
+
+
+def iter_documents(
+    store: Store,
+    *,
+    prefix: str | None = None,
+    data_source: str | None = None,
+    names: Sequence[str] | None = None,
+) -> Iterator[Document]:
+    """Documents that have content, in name order, optionally narrowed; streamed."""
+    query = select(documents).where(documents.c.content.is_not(None)).order_by(documents.c.name)
+    if prefix:
+        query = query.where(documents.c.name >= prefix, documents.c.name < prefix + "\U0010ffff")
+    if data_source:
+        query = query.where(documents.c.data_source == data_source)
+    if names is not None:
+        wanted = sorted(set(names))
+        # Chunks of names keep each IN list within SQLite's variable limit.
+        for start in range(0, len(wanted), STREAM_BATCH):
+            part = query.where(documents.c.name.in_(wanted[start : start + STREAM_BATCH]))
+            with store.engine.connect() as conn:
+                rows = conn.execute(part).all()
+            yield from (cached_document(row).document for row in rows)
+        return
+    with store.engine.connect() as conn:
+        result = conn.execution_options(yield_per=STREAM_BATCH).execute(query)
+        for row in result:
+            yield cached_document(row).document
+
+
+def apply_stream(
+    store: Store, changes: Iterable[Document | str], *, fetched_at: float, upstream: str
+) -> tuple[int, int]:
+    """Upsert the documents and delete the names (tombstones) of `changes`, streamed, in ONE
+    transaction: an exception from `changes` rolls all of it back. Returns (written, removed).
+
+    Memory holds one batch of each, whatever the length of the stream.
+    """
+    written = removed = 0
+    put: list[Document] = []
+    gone: list[str] = []
+    changed = Changed()
+    with store._writer() as conn, engines.bulk_write(conn), conn.begin():
+        for change in changes:
+            if isinstance(change, str):
+                gone.append(change)
+            else:
+                put.append(change)
+            if len(put) >= STREAM_BATCH:
+                changed.add(_put(store, conn, put, fetched_at, upstream))
+                written, put = written + len(put), []
+            if len(gone) >= STREAM_BATCH:
+                removed += _remove(conn, gone)
+                gone = []
+        changed.add(_put(store, conn, put, fetched_at, upstream))
+        written += len(put)
+        removed += _remove(conn, gone)
+    store._refresh_vectors(changed.names)
+    return written, removed
+
+
+class Changed:
+    """Names a bulk write changed, kept only while a write may still embed them itself
+    (vectors.AUTO_EMBED): past that, `dk-mirror index update` does, so memory stays bounded."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def add(self, names: list[str]) -> None:
+        from ..tables.vectors import AUTO_EMBED
+
+        if len(self.names) <= AUTO_EMBED:
+            self.names.extend(names[: AUTO_EMBED + 1 - len(self.names)])
+
+
+def _put(
+    store: Store, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
+) -> list[str]:
+    # The one write path of every put: history, upsert, search index, stale vectors.
+    return store._write_batch(conn, docs, fetched_at, upstream) if docs else []
+
+
+def _remove(conn: Connection, names: list[str]) -> int:
+    if names:
+        versions.retire(conn, names)  # history outlives a deletion
+        vectors.forget(conn, names)  # and a loaded vector matrix learns they are gone
+        # Their index entries go by the trigger on documents (schema_index.py).
+        conn.execute(delete(documents).where(documents.c.name.in_(names)))
+    return len(names)
