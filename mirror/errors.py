@@ -30,8 +30,8 @@
     FetchInterrupted               service/documents.py: Ctrl-C during `fetch` (a
                                    KeyboardInterrupt) carrying the report of what was saved
     RefreshInterrupted             service/refresh.py: the same for `refresh`
-    CrawlInterrupted               service/crawl.py: the same for `crawl`, after the batches
-                                   in flight were committed
+    CrawlInterrupted               service/crawl_reports.py: the same for `crawl`, after the
+                                   batches in flight were committed
 
 Messages say what happened, what was being done, and what to do next. None of them ever
 contains the API key: the key travels only in a request header, which no message quotes.

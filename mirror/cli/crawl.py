@@ -21,7 +21,7 @@ from .crawl_progress import CrawlDisplay
 from .main import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
-    from ..service.crawl import CrawlReport
+    from ..service.crawl_reports import CrawlReport
 
 
 @click.command()
@@ -84,7 +84,8 @@ def crawl(
     Names upstream does not have are remembered and not asked for again unless
     --retry-missing or --missing-max-age says so.
     """
-    from ..service.crawl import CrawlInterrupted, CrawlOptions, make_spec
+    from ..service.crawl import make_spec
+    from ..service.crawl_reports import CrawlInterrupted, CrawlOptions
 
     seeds = list(names)
     if names_file is not None:

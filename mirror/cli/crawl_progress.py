@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from ..service.crawl import CrawlProgress
+    from ..service.crawl_reports import CrawlProgress
 
 # Seconds between plain progress lines when stderr is not a terminal (CI logs, pipes).
 PLAIN_EVERY = 5.0

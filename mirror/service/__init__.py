@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from .answers import AnswerResult
     from .ci import CheckReport, ImportReport, SyncReport
     from .copying import CopyReport
-    from .crawl import CrawlOptions, CrawlProgress, CrawlReport, CrawlSpec
+    from .crawl import CrawlSpec
+    from .crawl_reports import CrawlOptions, CrawlProgress, CrawlReport
     from .history import VersionDiff
     from .probe import ProbeReport
     from .refresh import RefreshReport

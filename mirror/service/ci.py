@@ -278,7 +278,8 @@ PREFIX_SEARCH_PAGES = 5
 def discover_prefix(ctx: Context, prefix: str) -> None:
     """Crawl what lies under `prefix`: its own page, a search restricted to its site (words
     of its path as the query), and every page they link to inside the prefix."""
-    from .crawl import CrawlOptions, crawl, make_spec
+    from .crawl import crawl, make_spec
+    from .crawl_reports import CrawlOptions
 
     canonical = documents.prefix_form(prefix)
     page = canonical.rstrip("/")

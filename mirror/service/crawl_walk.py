@@ -38,12 +38,13 @@ from ..errors import AuthError, PermissionDenied, UpstreamError
 from ..models import Document, content_sha256
 from ..policy import Action, Mode, plan
 from .context import Context
+from .crawl_reports import CrawlProgress
 
 if TYPE_CHECKING:
     from ..store.store import Store
     from ..store.tables.crawls import BatchChanges, GroupWriter
     from ..upstream import Upstream
-    from .crawl import CrawlOptions, CrawlReport
+    from .crawl_reports import CrawlOptions, CrawlReport
 
 # The walk stops after this many batches in a row failed (after their retries): upstream is
 # down rather than flaky (the same rule as `fetch`).
@@ -58,18 +59,6 @@ CLAIMED_ELSEWHERE_WAIT = 0.2
 # Documents one group commit may hold: enough to pay a transaction's fixed costs once per
 # several batches, small enough that the write lock is never held for long.
 GROUP_DOCUMENTS = 200
-
-
-@dataclass(frozen=True, slots=True)
-class CrawlProgress:
-    """A crawl's progress, as a progress display shows it."""
-
-    done: int
-    known: int
-    fetched: int
-    retries: int
-    quota_wait: float
-    in_flight: int
 
 
 @dataclass(frozen=True, slots=True)
