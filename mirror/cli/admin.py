@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .. import __version__
+from .. import __version__, units
 from ..config import ENV_API_KEY
 from ..errors import MirrorError, SchemaError, StoreError
 from ..policy import Mode
@@ -43,7 +43,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             {
                 "store": health.store.url,
                 "documents": stats.describe(),
-                "content": render.size(stats.content_bytes),
+                "content": units.size(stats.content_bytes),
                 "fetched": fetched,
                 "upstream": f"{health.upstream} over {health.transport}"
                 + (" (offline mode)" if health.offline else ""),

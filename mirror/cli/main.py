@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
+from .. import units
 from ..errors import MirrorError, NotCached, NotFound
 from ..files import cannot_write
 
@@ -332,7 +333,7 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
 def _ls_rows(items: Iterable[Summary]) -> Iterator[tuple[str, str, str]]:
     for item in items:
         # A row seen only in search results cannot be read: say so where the size would be.
-        size = render.size(item.content_length_bytes) if item.has_content else "metadata only"
+        size = units.size(item.content_length_bytes) if item.has_content else "metadata only"
         yield (item.name, size, item.title or "")
 
 

@@ -53,18 +53,6 @@ def _json_safe(text: str) -> str:
     return _UNSAFE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def size(n: int | None) -> str:
-    """Bytes as a short human figure (1.2 MB)."""
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    raise AssertionError("unreachable")
-
-
 def age(seconds: float | None) -> str:
     """A duration as the largest sensible unit (3d, 5h, 12m, 40s)."""
     if seconds is None:

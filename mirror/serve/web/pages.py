@@ -9,7 +9,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.responses import HTMLResponse
 
-from ...cli import render
+from ...units import size
 from .links import doc_path, is_web_url
 from .views import ago, browse_path, when
 
@@ -44,7 +44,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=when, size=render.size, doc_path=doc_path, browse_path=browse_path)
+    env.filters.update(when=when, size=size, doc_path=doc_path, browse_path=browse_path)
     # `is web_url`: a document's own fields (its `uri`) are data, and become a link only when
     # they are http(s); a `javascript:` uri is shown as text.
     env.tests.update(web_url=is_web_url)
