@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..errors import NotFound
 from ..models import Document, View
-from . import MAX_BATCH, Upstream
+from .interface import MAX_BATCH, Upstream
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,8 @@ import httpx
 from .. import __version__
 from ..config import ENV_API_KEY, Settings, Transport
 from ..errors import ConfigError, NetworkForbidden
-from . import Upstream
 from .base import DEFAULT_TIMEOUT
+from .interface import Upstream
 from .mcp import McpUpstream
 from .pacing import Pacer, Pacing, Rule
 from .rest import RestUpstream
