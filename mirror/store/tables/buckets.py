@@ -10,11 +10,12 @@ The caller sleeps afterwards, outside any transaction.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
 from ...models import BucketState
+from ..db.rows import insert_missing
 from ..schema.recordings import quota_buckets
 
 T = TypeVar("T")
@@ -32,7 +33,8 @@ class Buckets:
     def __init__(self, engine: Engine, writer: Callable[[], Connection]) -> None:
         self.engine = engine
         self._writer = writer
-        self._insert = _insert_ignoring_duplicates(engine.dialect.name)
+        # INSERT ... ON CONFLICT DO NOTHING for the bucket's key (db/ speaks each dialect).
+        self._insert = insert_missing(engine.dialect.name, quota_buckets, ["upstream", "bucket"])
         t = quota_buckets.c
         # Parameter names differ from the columns': an UPDATE reserves those for its SET.
         this = (t.upstream == bindparam("at_upstream"), t.bucket == bindparam("at_bucket"))
@@ -85,13 +87,3 @@ class Buckets:
 
 def _columns(state: BucketState) -> dict[str, float]:
     return {"tat": state.tat, "rate_factor": state.factor, "slowed_at": state.slowed_at}
-
-
-def _insert_ignoring_duplicates(dialect: str) -> Any:
-    """INSERT ... ON CONFLICT DO NOTHING for the bucket's key, for SQLite or PostgreSQL."""
-    insert: Any
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(quota_buckets).on_conflict_do_nothing(index_elements=["upstream", "bucket"])
