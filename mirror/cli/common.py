@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -219,32 +218,6 @@ def duration(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
         return parse_duration(value)
     except InvalidInput as exc:
         raise click.BadParameter(exc.message) from None
-
-
-class Progress:
-    """A progress bar on a terminal; silence elsewhere (logs and CI stay clean)."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.bar: Any = None
-        self.done = 0
-
-    def __enter__(self) -> Callable[[int, int], None]:
-        return self.update
-
-    def update(self, done: int, total: int) -> None:
-        """Advance the bar to `done` of `total`."""
-        if not sys.stderr.isatty():
-            return
-        if self.bar is None:
-            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
-            self.bar.__enter__()
-        self.bar.update(done - self.done)
-        self.done = done
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
 
 
 def exit_failed(ctx: click.Context, *, stopped: str | None, error: object, advice: str) -> None:

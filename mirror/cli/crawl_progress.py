@@ -1,10 +1,13 @@
-"""A crawl's progress on stderr: a live bar on a terminal, a plain line every few seconds else."""
+"""A crawl's progress on stderr: a live bar on a terminal (cli/progress.py), a plain line every
+few seconds else."""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+from .progress import Bar
 
 if TYPE_CHECKING:
     from ..service.crawl_reports import CrawlProgress
@@ -22,32 +25,19 @@ class CrawlDisplay:
         self.every = every
         self.started = time.monotonic()
         self._last_line = self.started
-        self._bar: Any = None
-        self._done = 0
+        self._bar = Bar("crawling", unit="doc", stream=self.stream)
 
     def __call__(self, p: CrawlProgress) -> None:
         """Show progress `p`."""
         if self.live:
-            self._update_bar(p)
+            # The total grows as links are found; the bar follows it.
+            self._bar.update(p.done, p.known, note=_extras(p))
             return
         now = time.monotonic()
         if now - self._last_line >= self.every:
             self._last_line = now
             self.stream.write(self.line(p, now - self.started) + "\n")
             self.stream.flush()
-
-    def _update_bar(self, p: CrawlProgress) -> None:
-        if self._bar is None:
-            # A well-kept bar with rate and ETA; only a terminal run imports it.
-            from tqdm import tqdm
-
-            self._bar = tqdm(
-                total=p.known, unit="doc", file=self.stream, dynamic_ncols=True, desc="crawling"
-            )
-        self._bar.total = p.known
-        self._bar.set_postfix_str(_extras(p), refresh=False)
-        self._bar.update(p.done - self._done)
-        self._done = p.done
 
     @staticmethod
     def line(p: CrawlProgress, elapsed: float) -> str:
@@ -59,9 +49,7 @@ class CrawlDisplay:
 
     def close(self) -> None:
         """Finish the bar, if one was drawn."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        self._bar.close()
 
 
 def _extras(p: CrawlProgress) -> str:

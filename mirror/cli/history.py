@@ -9,7 +9,6 @@ import click
 from ..models import rfc3339
 from . import render
 from .common import (
-    Progress,
     duration,
     exit_failed,
     global_options,
@@ -17,6 +16,7 @@ from .common import (
     keep_versions_option,
     open_mirror,
 )
+from .progress import Bar
 
 
 @click.command()
@@ -53,7 +53,7 @@ def refresh(
 
     mirror = open_mirror(ctx)
     try:
-        with Progress("refreshing") as progress:
+        with Bar("refreshing") as progress:
             report = mirror.refresh(
                 older_than=older_than, prefix=prefix, concurrency=concurrency, progress=progress
             )

@@ -12,7 +12,8 @@ import click
 
 from ..service import Mirror
 from . import render
-from .common import Progress, global_options, json_option, open_mirror
+from .common import global_options, json_option, open_mirror
+from .progress import Bar
 
 
 @click.group()
@@ -21,7 +22,7 @@ def index() -> None:
 
 
 def _embed(mirror: Mirror, *, rebuild: bool) -> tuple[int, Any]:
-    with Progress("embedding") as progress:
+    with Bar("embedding") as progress:
         embedded = mirror.build_index(rebuild=rebuild, progress=progress)
     return embedded, mirror.semantic_status()
 

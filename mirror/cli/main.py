@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ..models import Summary
 from . import render
 from .common import (
-    Progress,
     duration,
     exit_failed,
     global_options,
@@ -258,13 +257,14 @@ def fetch(
 ) -> None:
     """Mirror any number of documents into the store, in batches of 20."""
     from ..service import FetchInterrupted
+    from .progress import Bar
 
     wanted = list(names) + (names_from_file(names_file) if names_file else [])
     if not wanted:
         raise click.UsageError("give document names or --names-file")
     mirror = open_mirror(ctx)
     try:
-        with Progress("fetching") as progress:
+        with Bar("fetching") as progress:
             mode = request_mode(mirror, max_age=max_age, refresh=refresh)
             report = mirror.fetch(wanted, mode, progress)
     except FetchInterrupted as stop:

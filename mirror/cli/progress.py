@@ -1,0 +1,64 @@
+"""Progress bars for long commands: one library (tqdm) for fetch, refresh, crawl and index.
+
+A bar goes to stderr (stdout carries the data) and only when stderr is a terminal, so logs,
+pipes and CI stay clean. tqdm keeps a total that grows as work is found and shows rate and
+ETA; it is imported only when a bar is drawn, so quick and offline commands never load it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+
+def _stderr() -> TextIO:
+    # Looked up at each use, not at import: click's test runner swaps sys.stderr per command.
+    return sys.stderr
+
+
+class Bar:
+    """A progress bar fed absolute counts: `update(done, total)`; silent off a terminal.
+
+    `with Bar("fetching") as progress:` hands out `update`, the callback the service takes.
+    """
+
+    def __init__(self, label: str, *, unit: str = "doc", stream: TextIO | None = None) -> None:
+        self.label = label
+        self.unit = unit
+        self._stream = stream
+        self._bar: Any = None
+        self._done = 0
+
+    @property
+    def stream(self) -> TextIO:
+        """Where the bar is drawn (stderr unless given)."""
+        return self._stream or _stderr()
+
+    def __enter__(self) -> Callable[[int, int], None]:
+        return self.update
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def update(self, done: int, total: int, note: str | None = None) -> None:
+        """Show `done` of `total` (the total may have grown since), with an optional `note`."""
+        if self._bar is None:
+            if not self.stream.isatty():
+                return
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, desc=self.label, unit=self.unit, file=self.stream, dynamic_ncols=True
+            )
+        self._bar.total = total
+        if note is not None:
+            self._bar.set_postfix_str(note, refresh=False)
+        self._bar.update(done - self._done)
+        self._done = done
+
+    def close(self) -> None:
+        """Leave the finished bar on screen, if one was drawn."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,0 +1,146 @@
+"""Progress of long commands: one tqdm bar on stderr, drawn only when stderr is a terminal."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mirror.cli import progress
+from mirror.cli.main import cli
+from mirror.semantic import model
+from tests.emulator import Emulator
+from tests.emulator_fixtures import synthetic_documents
+
+DOCS = synthetic_documents(30)
+NAMES = [d["name"] for d in DOCS]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def upstream() -> Iterator[Emulator]:
+    with Emulator(DOCS) as running:
+        yield running
+
+
+@pytest.fixture
+def env(tmp_path: Path, upstream: Emulator) -> dict[str, str]:
+    """What a user sets to fetch from `upstream` into a fresh store."""
+    return {
+        "DK_MIRROR_DB": str(tmp_path / "store.sqlite3"),
+        "DK_MIRROR_UPSTREAM": upstream.base_url,
+        "DEVELOPER_KNOWLEDGE_API_KEY": upstream.api_key or "",
+    }
+
+
+def test_a_bar_follows_a_growing_total_on_a_terminal_and_stays_silent_elsewhere() -> None:
+    terminal = _Terminal()
+    bar = progress.Bar("crawling", stream=terminal)
+    bar.update(5, 10)
+    bar.update(20, 40, note="3 retries")  # more work was found: the total grew
+    bar.close()
+    shown = terminal.getvalue()
+    assert "crawling" in shown and "20/40" in shown and "doc/s" in shown and "3 retries" in shown
+    piped = io.StringIO()
+    with progress.Bar("fetching", stream=piped) as update:
+        update(1, 2)
+        update(2, 2)
+    assert piped.getvalue() == ""
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> _Terminal:
+    """stderr as a terminal, for the bars: click's runner captures the real one."""
+    screen = _Terminal()
+    monkeypatch.setattr(progress, "_stderr", lambda: screen)
+    return screen
+
+
+def test_fetch_and_refresh_draw_the_one_bar(
+    env: dict[str, str], terminal: _Terminal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    fetched = CliRunner().invoke(cli, ["fetch", "--json", *NAMES])
+    assert fetched.exit_code == 0, fetched.output
+    assert json.loads(fetched.stdout)["fetched"] == len(NAMES)  # data alone on stdout
+    assert "fetching" in terminal.getvalue() and f"{len(NAMES)}/{len(NAMES)}" in terminal.getvalue()
+    terminal.seek(0)
+    terminal.truncate()
+    refreshed = CliRunner().invoke(cli, ["refresh", "--json"])
+    assert refreshed.exit_code == 0, refreshed.output
+    assert "refreshing" in terminal.getvalue() and "doc/s" in terminal.getvalue()
+
+
+@pytest.mark.skipif(not model.status().available, reason="needs the semantic extra")
+def test_embedding_draws_the_one_bar(
+    env: dict[str, str], terminal: _Terminal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert CliRunner().invoke(cli, ["fetch", *NAMES[:3]]).exit_code == 0
+    terminal.seek(0)
+    terminal.truncate()
+    rebuilt = CliRunner().invoke(cli, ["index", "rebuild", "--semantic"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert "embedding" in terminal.getvalue() and "3/3" in terminal.getvalue()
+
+
+def _fetch(env: dict[str, str], stderr: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mirror", "fetch", *NAMES],
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+
+
+def _read_until_closed(fd: int) -> bytes:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the child closed the terminal and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_fetch_draws_its_bar_on_a_real_terminal_and_none_into_a_pipe(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    screen, tty = pty.openpty()
+    # A new pseudo-terminal is 0 columns wide; a user's is not.
+    fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        child = _fetch(env, tty)
+        os.close(tty)  # the child holds the terminal now; reading ends when it exits
+        shown = _read_until_closed(screen).decode()
+        assert child.wait(timeout=120) == 0, shown
+    finally:
+        os.close(screen)
+    assert "fetching" in shown and f"{len(NAMES)}/{len(NAMES)}" in shown and "doc/s" in shown
+    piped = _fetch({**env, "DK_MIRROR_DB": str(tmp_path / "other.sqlite3")}, subprocess.PIPE)
+    _, err = piped.communicate(timeout=120)
+    assert piped.returncode == 0, err
+    # Into a pipe (a log, CI) the summary is all stderr carries: no bar, no control codes.
+    summary = f"{len(NAMES)} fetched, 0 already cached, 0 not found upstream, 0 failed"
+    assert err.decode() == f"{summary} (of {len(NAMES)})\n"
