@@ -51,6 +51,8 @@ OWNED: dict[str, tuple[str, ...]] = {
     "nh3": ("mirror.serve",),
     "markdown_it": ("mirror.serve",),
     "pygments": ("mirror.serve",),
+    # One progress bar for every command, drawn by one module.
+    "tqdm": ("mirror.cli.progress",),
     # The semantic extra (hybrid search): imported lazily, only when the tier is used.
     "numpy": ("mirror.semantic",),
     "onnxruntime": ("mirror.semantic",),
@@ -353,6 +355,18 @@ def test_the_cold_path_loads_no_sql_toolkit() -> None:
 def test_the_sqlite_index_speaks_no_sqlalchemy() -> None:
     assert not sql_toolkit_in_the_sqlite_index(REAL)
     assert all(m in MODULES for m in SQLITE_INDEX_ADAPTERS)
+
+
+def test_every_progress_bar_is_the_one_in_cli_progress() -> None:
+    # tqdm is owned by mirror/cli/progress.py (OWNED above); click's own bar is not used.
+    uses = [
+        module
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (isinstance(node, ast.Attribute) and node.attr == "progressbar")
+        or (isinstance(node, ast.ImportFrom) and any(a.name == "progressbar" for a in node.names))
+    ]
+    assert not uses, f"use mirror.cli.progress.Bar in {uses}"
 
 
 def test_the_top_level_stays_small() -> None:
