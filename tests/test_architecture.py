@@ -11,6 +11,7 @@
 - No import cycle between modules, counting every import: inside functions and under
   `if TYPE_CHECKING:` too (a cycle that only the type checker sees is still a back-arrow), and
   a module's import of its own package when that package imports it back.
+- One progress bar: tqdm only in mirror/cli/progress.py, click's progressbar nowhere.
 - At most 15 modules directly under mirror/; package __init__ files stay small.
 
 Each rule is a function over a scanned package, run here on mirror/ and, in the tests at the
