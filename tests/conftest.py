@@ -13,6 +13,7 @@ from mirror.service import Mirror
 pytest_plugins = [
     "tests.emulator_fixtures",
     "tests.postgres_fixtures",
+    "tests.store_templates",  # before the fixture modules that import it
     "tests.serve_fixtures",
     "tests.upstream_fixtures",
 ]
