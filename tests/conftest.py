@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +29,30 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for var in ENV_VARS:  # every variable the code reads, API key included
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(ENV_HOME, str(tmp_path / "home"))
+
+
+# Modules whose tests run dk-mirror's commands in-process (click's CliRunner).
+_CLI_FIXTURES = {"cli_online", "cli_offline"}
+
+
+class _TimeWithoutSleep:
+    """The time module as mirror.upstream.retry sees it in CLI tests: everything but sleep."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    def sleep(self, _seconds: float) -> None:
+        return None
+
+
+@pytest.fixture(autouse=True)
+def no_retry_waits(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command run in-process waits with the default retry policy's sleep: real backoff
+    (1 s, 1.3 s, ...) and quota pacing. In CLI tests those waits take no time. Only that
+    default sleep is skipped; a test that gives a policy its own `sleep` still gets it."""
+    uses_cli = hasattr(request.module, "CliRunner") or _CLI_FIXTURES & set(request.fixturenames)
+    if uses_cli:
+        monkeypatch.setattr("mirror.upstream.retry.time", _TimeWithoutSleep())
 
 
 @pytest.fixture
