@@ -74,6 +74,7 @@ def _run_check(
     return done, calls.read_text().splitlines() if calls.exists() else []
 
 
+@pytest.mark.slow
 def test_in_a_virtualenv_every_step_runs_its_python(tmp_path: Path) -> None:
     done, calls = _run_check(tmp_path, venv=True)
     assert done.returncode == 0, done.stderr
@@ -81,6 +82,7 @@ def test_in_a_virtualenv_every_step_runs_its_python(tmp_path: Path) -> None:
     assert calls[-2] == "-m pytest -q -n 2 -m not serial" and calls[-1] == "-m pytest -q -m serial"
 
 
+@pytest.mark.slow
 def test_no_serial_test_selected_is_not_a_failure_but_a_failed_one_is(tmp_path: Path) -> None:
     done, _ = _run_check(tmp_path / "none", venv=True, SERIAL_EXIT="5")
     assert done.returncode == 0, done.stderr
@@ -88,6 +90,7 @@ def test_no_serial_test_selected_is_not_a_failure_but_a_failed_one_is(tmp_path: 
     assert failed.returncode == 1
 
 
+@pytest.mark.slow
 def test_a_system_python_that_refuses_installs_is_named_outside_ci(tmp_path: Path) -> None:
     done, calls = _run_check(tmp_path / "laptop", venv=False, MANAGED="0")
     assert done.returncode == 2 and "run it in a virtualenv" in done.stderr

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
 ROOT = Path(__file__).resolve().parents[1]
 # Fast and representative: the emulator fixture, the cache contract, and ranking on real pages.
 SUBSET = ["tests/test_emulator.py", "tests/test_get_documents.py", "tests/test_search_quality.py"]

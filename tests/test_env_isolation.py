@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mirror import config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,6 +21,7 @@ def test_no_setting_of_the_caller_reaches_a_test(tmp_path: Path) -> None:
     assert leaked == {config.ENV_HOME: str(tmp_path / "home")}
 
 
+@pytest.mark.slow
 def test_settings_exported_by_the_caller_are_cleared(tmp_path: Path) -> None:
     # Run the test above in a pytest whose own environment sets every variable.
     env = dict(os.environ)

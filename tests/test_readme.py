@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from mirror.cli.main import cli
 
@@ -36,6 +37,7 @@ def test_two_commands_and_ci_agree():
     assert ci.strip().splitlines()[-1] == f"exec {test_block}"
 
 
+@pytest.mark.slow
 def test_the_run_command_works_with_no_key_and_no_network(tmp_path: Path):
     env = {
         k: v
@@ -109,6 +111,7 @@ def test_environment_variables_in_readme_are_the_ones_the_code_reads():
 _REPO_PATH = re.compile(r"(?<![\w./-])((?:\.\./|\.ci/|mirror/|tests/|bench/|migrations/)[\w./*-]*)")
 
 
+@pytest.mark.slow
 def test_every_repository_path_named_exists_in_a_clone():
     named = {m.rstrip(".,") for m in _REPO_PATH.findall(README)}
     assert {"tests/emulator.py", ".ci/check"} <= named  # the pattern finds what it should
@@ -138,6 +141,7 @@ def test_every_benchmark_shown_exists():
         assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), module
 
 
+@pytest.mark.slow
 def test_the_team_section_copies_a_store_into_postgresql(pg_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """Its `export TEAM_DB` and `db copy` lines, run as written by a shell, on a real server."""
     block = _sh_blocks(_section("A team mirror on PostgreSQL"))[0]

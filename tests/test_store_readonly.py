@@ -25,6 +25,8 @@ from mirror.store.store import Store
 
 from . import sandbox
 
+pytestmark = [pytest.mark.slow]
+
 NAME = read_sample()[0].name
 
 

@@ -412,6 +412,7 @@ def test_every_tenth_corpus_document_renders_inert() -> None:
         assert not re.search(r"<img[^>]*src=\"(?!data:)", lowered), record["name"]
 
 
+@pytest.mark.slow
 def test_the_offline_get_path_never_imports_the_web_stack(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite3"
     Mirror(Settings(db_url=f"sqlite:///{db}")).stats()  # migrated before (Alembic's imports)
@@ -499,6 +500,7 @@ def test_age_buckets_and_chart_geometry() -> None:
     )
 
 
+@pytest.mark.slow
 def test_wheel_ships_templates_and_static(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
     pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
