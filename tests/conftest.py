@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,8 @@ pytest_plugins = [
 ]
 
 CANARY_KEY = "AIzaCANARY-5f3c9e1d-never-leak-this-key"
+# The folder of the interpreter running the tests (a virtualenv's bin, with its dk-mirror).
+UNDER_TEST_BIN = os.path.dirname(sys.executable)
 
 
 @pytest.fixture(autouse=True)
@@ -29,6 +33,9 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for var in ENV_VARS:  # every variable the code reads, API key included
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(ENV_HOME, str(tmp_path / "home"))
+    # A subprocess that runs `python3` or `dk-mirror` by name gets the ones under test (this
+    # interpreter's, its virtualenv's), never whatever else comes first on the caller's PATH.
+    monkeypatch.setenv("PATH", os.pathsep.join([UNDER_TEST_BIN, os.environ.get("PATH", "")]))
 
 
 # Modules whose tests run dk-mirror's commands in-process (click's CliRunner).
