@@ -15,7 +15,7 @@ import pytest
 from mirror.config import Settings
 from mirror.service import Mirror
 from tests.conftest import no_wait_retry
-from tests.store_templates import StoreTemplates
+from tests.store_templates import StoreTemplates, import_sample
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -39,11 +39,6 @@ def serve_app() -> Iterator[Callable[..., str]]:
         yield start
 
 
-def _import_sample(db_url: str) -> None:
-    with Mirror(Settings(db_url=db_url, offline=True)) as mirror:
-        mirror.import_sample()
-
-
 @pytest.fixture
 def store_mirror(
     another_db_url: Callable[[], str], store_templates: StoreTemplates
@@ -59,9 +54,9 @@ def store_mirror(
             urls[name] = another_db_url()
             if sample and urls[name].startswith("sqlite:///"):
                 path = Path(urls[name].removeprefix("sqlite:///"))
-                store_templates.copy("sample", _import_sample, path)
+                store_templates.copy("sample", import_sample, path)
             elif sample:
-                _import_sample(urls[name])
+                import_sample(urls[name])
         settings = Settings(db_url=urls[name], **fields)
         mirror = Mirror(settings, retry=no_wait_retry())
         made.append(mirror)

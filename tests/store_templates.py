@@ -47,6 +47,15 @@ class StoreTemplates:
         return folder
 
 
+def import_sample(db_url: str) -> None:
+    """Build: the 50 sample documents shipped in the package (`dk-mirror import --sample`)."""
+    from mirror.config import Settings
+    from mirror.service import Mirror
+
+    with Mirror(Settings(db_url=db_url, offline=True)) as mirror:
+        mirror.import_sample()
+
+
 @pytest.fixture(scope="session")
 def store_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreTemplates]:
     """The session's store templates (one set per xdist worker)."""
