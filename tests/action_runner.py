@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -126,11 +127,23 @@ def setup_python(job: Job, with_: dict[str, str]) -> dict[str, str]:
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert wanted == running, f"this runner has only Python {running}, the step asks for {wanted}"
     target = job.temp / "python"
-    # System site-packages give the venv dk-mirror's dependencies with no registry; no pip of
-    # its own, so `python -m pip` is this interpreter's pip installing into the venv.
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(target)
+    python_like_this_one(target)
     job.path.insert(0, str(target / "bin"))
     return {"python-version": running}
+
+
+def python_like_this_one(target: Path) -> None:
+    """A venv at `target` that sees the packages this interpreter sees (dk-mirror's
+    dependencies, pip, setuptools), so it needs no registry: the system site-packages, and,
+    when the tests run in a virtualenv, that virtualenv's (venv alone would give the base
+    interpreter's, which may lack them). No pip of its own, so `python -m pip` is this
+    interpreter's pip installing into the venv. Only the folders are added, not the .pth
+    files in them, so an editable dk-mirror of this checkout is not imported from there."""
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(target)
+    if sys.prefix == sys.base_prefix:
+        return
+    (own,) = (target / "lib").glob("python3*/site-packages")
+    (own / "_parent_site_packages.pth").write_text("\n".join(site.getsitepackages()) + "\n")
 
 
 def cache(job: Job, with_: dict[str, str]) -> dict[str, str]:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import hypothesis
 import pytest
 
 from mirror.config import ENV_HOME, ENV_VARS, Settings
@@ -13,11 +18,19 @@ from mirror.service import Mirror
 pytest_plugins = [
     "tests.emulator_fixtures",
     "tests.postgres_fixtures",
+    "tests.store_templates",  # before the fixture modules that import it
     "tests.serve_fixtures",
     "tests.upstream_fixtures",
 ]
 
+# Hypothesis fails an example that takes over 200 ms: a time assertion, which a busy machine
+# (both cores taken by other work, or by xdist) breaks while the behaviour is right.
+hypothesis.settings.register_profile("dk-mirror", deadline=None)
+hypothesis.settings.load_profile("dk-mirror")
+
 CANARY_KEY = "AIzaCANARY-5f3c9e1d-never-leak-this-key"
+# The folder of the interpreter running the tests (a virtualenv's bin, with its dk-mirror).
+UNDER_TEST_BIN = os.path.dirname(sys.executable)
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +39,33 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for var in ENV_VARS:  # every variable the code reads, API key included
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(ENV_HOME, str(tmp_path / "home"))
+    # A subprocess that runs `python3` or `dk-mirror` by name gets the ones under test (this
+    # interpreter's, its virtualenv's), never whatever else comes first on the caller's PATH.
+    monkeypatch.setenv("PATH", os.pathsep.join([UNDER_TEST_BIN, os.environ.get("PATH", "")]))
+
+
+# Modules whose tests run dk-mirror's commands in-process (click's CliRunner).
+_CLI_FIXTURES = {"cli_online", "cli_offline"}
+
+
+class _TimeWithoutSleep:
+    """The time module as mirror.upstream.retry sees it in CLI tests: everything but sleep."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    def sleep(self, _seconds: float) -> None:
+        return None
+
+
+@pytest.fixture(autouse=True)
+def no_retry_waits(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command run in-process waits with the default retry policy's sleep: real backoff
+    (1 s, 1.3 s, ...) and quota pacing. In CLI tests those waits take no time. Only that
+    default sleep is skipped; a test that gives a policy its own `sleep` still gets it."""
+    uses_cli = hasattr(request.module, "CliRunner") or _CLI_FIXTURES & set(request.fixturenames)
+    if uses_cli:
+        monkeypatch.setattr("mirror.upstream.retry.time", _TimeWithoutSleep())
 
 
 @pytest.fixture

@@ -68,3 +68,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if definition.get_closest_marker("sqlite_only") is not None:
         return
     metafunc.parametrize("db_url", BACKENDS, indirect=True)
+
+
+def runs_on_postgresql(item: pytest.Item) -> bool:
+    """Whether a test needs the PostgreSQL server: it asks for it (or a database in it), or one
+    of its parameters (`db_url`, a module store's backend) is "postgresql"."""
+    if {"postgres_server", "pg_url"} & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgresql" in callspec.params.values()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every PostgreSQL run `postgresql`, so `-m "not postgresql"` leaves them all out."""
+    for item in items:
+        if runs_on_postgresql(item):
+            item.add_marker(pytest.mark.postgresql)

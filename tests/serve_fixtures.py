@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from mirror.config import Settings
 from mirror.service import Mirror
 from tests.conftest import no_wait_retry
+from tests.store_templates import StoreTemplates, import_sample
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -38,14 +40,23 @@ def serve_app() -> Iterator[Callable[..., str]]:
 
 
 @pytest.fixture
-def store_mirror(another_db_url: Callable[[], str]) -> Iterator[Callable[..., Mirror]]:
-    """Mirrors on named stores (on the test's backend), closed after the test."""
+def store_mirror(
+    another_db_url: Callable[[], str], store_templates: StoreTemplates
+) -> Iterator[Callable[..., Mirror]]:
+    """Mirrors on named stores (on the test's backend), closed after the test. `sample=True`
+    makes a new store hold the sample documents (on SQLite, a copy of a store that imported
+    them once per session)."""
     made: list[Mirror] = []
     urls: dict[str, str] = {}
 
-    def build(name: str = "served", **fields: Any) -> Mirror:
+    def build(name: str = "served", *, sample: bool = False, **fields: Any) -> Mirror:
         if name not in urls:
             urls[name] = another_db_url()
+            if sample and urls[name].startswith("sqlite:///"):
+                path = Path(urls[name].removeprefix("sqlite:///"))
+                store_templates.copy("sample", import_sample, path)
+            elif sample:
+                import_sample(urls[name])
         settings = Settings(db_url=urls[name], **fields)
         mirror = Mirror(settings, retry=no_wait_retry())
         made.append(mirror)
@@ -59,6 +70,4 @@ def store_mirror(another_db_url: Callable[[], str]) -> Iterator[Callable[..., Mi
 @pytest.fixture
 def sample_mirror(store_mirror: Callable[..., Mirror]) -> Mirror:
     """An offline mirror holding the 50 sample documents."""
-    mirror = store_mirror("sample", offline=True)
-    mirror.import_sample()
-    return mirror
+    return store_mirror("sample", sample=True, offline=True)

@@ -72,6 +72,7 @@ def test_the_corpus_benches_are_found() -> None:
     assert {"bench_crawl", "bench_import", "bench_scale", "bench_search"} <= set(CORPUS_BENCHES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", CORPUS_BENCHES)
 def test_every_corpus_bench_takes_the_option_and_exits_cleanly(tmp_path: Path, script: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DK_MIRROR_HOME": str(tmp_path / "home")}

@@ -25,6 +25,8 @@ from mirror.records import read_sample
 from mirror.service import Mirror
 from tests.conftest import seed
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
 CHROMIUM_ARGS = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ def _ink(text: str) -> str:
     return "".join(text.split())
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(ANY_TEXT)
 def test_chunks_cover_all_non_blank_content_in_order(content: str) -> None:
@@ -36,6 +38,7 @@ def test_chunks_cover_all_non_blank_content_in_order(content: str) -> None:
     assert [c.id for c in chunks] == [f"c{i}" for i in range(len(chunks))]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(ANY_TEXT)
 def test_chunk_sizes_are_bounded_except_for_a_single_long_line(content: str) -> None:

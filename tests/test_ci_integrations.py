@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.action_runner import Job, StepFailed, expressions, load, run_action
+from tests.action_runner import (
+    Job,
+    StepFailed,
+    expressions,
+    load,
+    python_like_this_one,
+    run_action,
+)
 from tests.emulator import Emulator
 from tests.pinned_repo import A11Y, LOCKED, NOT_LOCKED, PinnedRepo, dk_mirror, make_pinned_repo
 from tests.test_readme import _resolve
@@ -32,6 +40,8 @@ ACTION = ROOT / "action.yml"
 GITLAB = ROOT / "ci" / "gitlab" / "dk-mirror.gitlab-ci.yml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The action and GitLab runs pip-install dk-mirror and sync a store: minutes on a busy machine.
+pytestmark = pytest.mark.timeout(600)
 # What an action checkout and a pip install of it need.
 _SHIPPED = ("pyproject.toml", "README.md", "action.yml", "mirror", "migrations")
 
@@ -91,6 +101,7 @@ def _readme_command(fragment: str) -> list[str]:
     return shlex.split(lines[0])
 
 
+@pytest.mark.slow
 def test_the_action_syncs_from_the_cache_and_matches_the_readme_commands(
     tmp_path: Path, pinned: PinnedRepo, action_checkout: Path
 ) -> None:
@@ -150,6 +161,7 @@ def _sample() -> list[dict[str, Any]]:
         return [json.loads(line) for line in lines if line.strip()]
 
 
+@pytest.mark.slow
 def test_online_fill_then_the_readme_drift_job_fails_when_a_pinned_doc_changes(
     tmp_path: Path, pinned: PinnedRepo, action_checkout: Path
 ) -> None:
@@ -264,6 +276,20 @@ def test_gitlab_template_parses_and_names_only_inputs_and_jobs_that_exist() -> N
     assert include["test"]["extends"] in jobs
 
 
+@pytest.mark.slow
+def test_the_runners_python_sees_the_packages_the_tests_run_with(tmp_path: Path) -> None:
+    """The runner's Python (setup-python here, the GitLab job's image) installs dk-mirror
+    with no registry, so it must see the dependencies this interpreter has, also when the
+    tests run in a virtualenv whose base interpreter has none of them."""
+    python_like_this_one(tmp_path / "py")
+    probe = "import json, sys, httpx, sqlalchemy, yaml, pip; print(json.dumps(sys.path))"
+    done = subprocess.run([str(tmp_path / "py" / "bin" / "python"), "-c", probe],
+                          capture_output=True, text=True, env=_runner_env(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert set(site.getsitepackages()) <= set(json.loads(done.stdout))
+
+
+@pytest.mark.slow
 def test_gitlab_job_script_syncs_strictly_offline(
     tmp_path: Path, pinned: PinnedRepo, action_checkout: Path
 ) -> None:
@@ -277,8 +303,7 @@ def test_gitlab_job_script_syncs_strictly_offline(
     docs = list(yaml.safe_load_all(filled))[1][".dk-mirror-docs"]
     ws = _checkout(pinned, tmp_path / "project", snapshot=True)
     venv_dir = tmp_path / "image"
-    subprocess.run(["python3", "-m", "venv", "--without-pip", "--system-site-packages",
-                    str(venv_dir)], check=True)  # fmt: skip
+    python_like_this_one(venv_dir)  # the image's Python, with dk-mirror's dependencies
     env = {**_runner_env(tmp_path), "CI_PROJECT_DIR": str(ws)}
     env["PATH"] = f"{venv_dir / 'bin'}{os.pathsep}{env['PATH']}"
     env.update({k: v.replace("$CI_PROJECT_DIR", str(ws)) for k, v in docs["variables"].items()})
@@ -291,6 +316,7 @@ def test_gitlab_job_script_syncs_strictly_offline(
     assert Path(env["DK_MIRROR_DB"]).is_file()
 
 
+@pytest.mark.slow
 def test_pre_commit_hook_runs_lock_check(tmp_path: Path, pinned: PinnedRepo) -> None:
     (hook,) = yaml.safe_load(HOOKS.read_text(encoding="utf-8"))
     assert hook["id"] == "dk-mirror-lock" and hook["pass_filenames"] is False

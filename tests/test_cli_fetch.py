@@ -90,6 +90,7 @@ def test_a_failed_batch_is_listed_and_exits_1_and_a_rerun_fetches_only_it(
     assert upstream.count("/v1/documents:batchGet") == 1
 
 
+@pytest.mark.slow
 def test_a_name_not_found_upstream_exits_3(env: dict[str, str]) -> None:
     ghost = "documents/docs.example.dev/guide/no-such-page"
     proc = _dk_mirror(env, "fetch", NAMES[0], ghost)
@@ -98,6 +99,7 @@ def test_a_name_not_found_upstream_exits_3(env: dict[str, str]) -> None:
     assert f"not found: {ghost}" in err and "1 fetched" in err
 
 
+@pytest.mark.slow
 def test_ctrl_c_saves_what_was_fetched_exits_130_and_a_rerun_continues(
     env: dict[str, str], upstream: Emulator
 ) -> None:

@@ -164,6 +164,7 @@ PROBE = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -186,6 +187,7 @@ def test_read_commands_import_no_heavy_library(sample_url: str, argv: list[str])
     assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr
 
 
+@pytest.mark.slow
 def test_a_store_the_reader_cannot_open_takes_the_full_path(tmp_path: Path) -> None:
     # The probe above would pass trivially if the Reader never stepped aside: a store that
     # is not there yet takes the normal path, which creates and migrates it.

@@ -22,6 +22,8 @@ import pytest
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
 HOST = "docs.example.dev"
 COUNT = 2000
 CONCURRENCY = 4

@@ -25,6 +25,8 @@ from . import sandbox
 from .emulator import Fault
 from .emulator_fixtures import corpus_documents, synthetic_documents
 
+pytestmark = [pytest.mark.slow]
+
 FULL = "the disk holding the store is full"
 
 

@@ -620,6 +620,7 @@ def test_page_token_is_opaque_base64(http: httpx.Client) -> None:
     )  # decodable, but clients must not care
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_real_mcp_client(emulator: Emulator, mode: str) -> None:
     mcp = pytest.importorskip("mcp")

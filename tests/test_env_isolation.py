@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mirror import config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,6 +21,16 @@ def test_no_setting_of_the_caller_reaches_a_test(tmp_path: Path) -> None:
     assert leaked == {config.ENV_HOME: str(tmp_path / "home")}
 
 
+@pytest.mark.slow
+def test_python3_by_name_is_the_interpreter_under_test() -> None:
+    """A test that runs `python3` (or `dk-mirror`) by name gets the installation under test,
+    also when another Python with another dk-mirror comes first on the caller's PATH."""
+    found = subprocess.run(["python3", "-c", "import sys; print(sys.prefix)"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert found.returncode == 0 and found.stdout.strip() == sys.prefix, found.stderr
+
+
+@pytest.mark.slow
 def test_settings_exported_by_the_caller_are_cleared(tmp_path: Path) -> None:
     # Run the test above in a pytest whose own environment sets every variable.
     env = dict(os.environ)

@@ -511,6 +511,7 @@ def docs(draw: st.DrawFn) -> dict[str, Any]:
     return doc
 
 
+@pytest.mark.slow
 @given(nodes)
 def test_to_text_then_parse_gives_the_same_ast(node: Node) -> None:
     text = to_text(node)
@@ -524,6 +525,7 @@ def test_to_text_then_parse_gives_the_same_ast(node: Node) -> None:
     assert validate(text) == text
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300,
     deadline=None,
@@ -555,6 +557,7 @@ def storable(engine: Engine, docs: list[dict[str, Any]]) -> list[dict[str, Any]]
     return [{key: fit(key, value) for key, value in doc.items()} for doc in docs]
 
 
+@pytest.mark.slow
 @settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(timestamps() | st.sampled_from(BAD_TIMES), min_size=1, max_size=10))
 def test_sql_instant_keys_match_python(engine: Engine, stored: list[str]) -> None:

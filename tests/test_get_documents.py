@@ -107,6 +107,7 @@ def test_retries_give_up_with_a_clear_error_and_store_nothing(make_mirror, emula
     assert stored(mirror, TF[:1]) == {}
 
 
+@pytest.mark.serial
 def test_retries_stop_at_the_overall_deadline(make_mirror, emulator):
     import time
 

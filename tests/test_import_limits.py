@@ -127,6 +127,7 @@ def _peak_rss_mb(args: list[str], tmp_path: Path) -> tuple[int, float]:
     return proc.returncode, usage.ru_maxrss / 1024  # KiB on Linux
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss units and wait4 are Linux's")
 def test_import_memory_stays_bounded_by_a_batch_not_the_file(tmp_path: Path) -> None:
     small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
@@ -170,6 +171,7 @@ def _varied_pages(path: Path, count: int) -> None:
             out.write(record(i, f"# Page {i}\n\n## Part\n\n" + " ".join(words) + "\n"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="RssAnon is read from /proc")
 def test_import_native_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
     """Tantivy indexes outside Python's heap (tracemalloc cannot see it): what it holds since

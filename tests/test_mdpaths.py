@@ -149,6 +149,7 @@ def folded(path: PurePosixPath) -> set[str]:
     } | {text.lower(), text.upper()}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(names, min_size=1, max_size=40, unique=True))
 @example(["documents/h", "documents/h/index", "documents/h/index.md/z", "documents/h/x.md/y"])

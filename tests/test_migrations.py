@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Connection, MetaData, column, create_engine, inspect, table
 
 from mirror.store.db import engine as engines
@@ -144,6 +145,7 @@ def test_search_index_migration_backfills_stored_documents(tmp_path: Path) -> No
         store.close()
 
 
+@pytest.mark.slow
 def test_reopening_does_not_migrate_again(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.sqlite3'}"
     Store.open(url).close()

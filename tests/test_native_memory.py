@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+pytestmark = [pytest.mark.slow]
+
 # In the child: free one large block, then allocate another of the same size, and print how
 # many bytes glibc had mapped on their own (mallinfo2's hblkhd) while the second was held.
 _CHILD = """

@@ -9,9 +9,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import pytest
+
 from mirror.errors import QuotaExceeded, Unavailable, UpstreamError
 from mirror.service.parallel import in_parallel
 from mirror.upstream.retry import RetryPolicy, Transient, call_with_retry
+
+pytestmark = [pytest.mark.serial]
 
 
 @dataclass

@@ -68,6 +68,7 @@ def _contents(mirror: Mirror) -> dict[str, str | None]:
     }
 
 
+@pytest.mark.slow
 def test_same_documents_give_identical_bytes_whatever_the_order(tmp_path: Path):
     docs = _docs()
     shuffled = docs[:]
@@ -98,6 +99,7 @@ def _flip_one_byte(src: Path, dst: Path, name: str) -> None:
     dst.write_bytes(gzip.compress(b"\n".join(lines), mtime=0))
 
 
+@pytest.mark.slow
 def test_flipped_byte_fails_verify_naming_the_document_and_import_changes_nothing(tmp_path: Path):
     source = _store(tmp_path, "src", _docs(30))
     good = tmp_path / "good.snap"
@@ -117,6 +119,7 @@ def test_flipped_byte_fails_verify_naming_the_document_and_import_changes_nothin
     assert _contents(target) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cut", [0.1, 0.5, 0.99])
 def test_truncated_snapshot_is_refused_and_the_store_untouched(tmp_path: Path, cut: float):
     source = _store(tmp_path, "src", _docs(20))
@@ -132,6 +135,7 @@ def test_truncated_snapshot_is_refused_and_the_store_untouched(tmp_path: Path, c
     assert _contents(target) == before
 
 
+@pytest.mark.slow
 def test_base_plus_delta_equals_full_export_and_wrong_base_is_refused(tmp_path: Path):
     docs = _docs(40)
     mirror = _store(tmp_path, "live", docs[:30])

@@ -11,9 +11,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import query_store
 from tests.emulator import Emulator
 from tests.test_shared_quota import WINDOW, run_two_fetches
+
+pytestmark = [pytest.mark.slow]
 
 HOST = "docs.example.dev"
 PAGES = 400

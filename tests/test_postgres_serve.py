@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 import httpx
+import pytest
 
 from mirror.models import Document
 from mirror.store.store import Store
@@ -22,6 +23,8 @@ from tests.emulator import Emulator
 from tests.emulator_fixtures import corpus_documents
 from tests.test_postgres_crawlers import HOST, PAGES, linked_pages
 from tests.test_serve_security import wait_for_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(300)]
 
 SERVERS = 3
 CLIENTS = 64

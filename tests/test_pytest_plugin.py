@@ -143,6 +143,7 @@ def test_a_snapshot_that_does_not_match_the_lock_stops_the_session(
     missing.stderr.fnmatch_lines(["*no snapshot at *other.snap*"])
 
 
+@pytest.mark.slow
 def test_loading_the_plugin_imports_nothing_of_dk_mirror(
     pytester: pytest.Pytester, load_plugin: list[str]
 ) -> None:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from mirror.cli.main import cli
 
@@ -36,6 +37,7 @@ def test_two_commands_and_ci_agree():
     assert ci.strip().splitlines()[-1] == f"exec {test_block}"
 
 
+@pytest.mark.slow
 def test_the_run_command_works_with_no_key_and_no_network(tmp_path: Path):
     env = {
         k: v
@@ -109,6 +111,7 @@ def test_environment_variables_in_readme_are_the_ones_the_code_reads():
 _REPO_PATH = re.compile(r"(?<![\w./-])((?:\.\./|\.ci/|mirror/|tests/|bench/|migrations/)[\w./*-]*)")
 
 
+@pytest.mark.slow
 def test_every_repository_path_named_exists_in_a_clone():
     named = {m.rstrip(".,") for m in _REPO_PATH.findall(README)}
     assert {"tests/emulator.py", ".ci/check"} <= named  # the pattern finds what it should
@@ -138,6 +141,7 @@ def test_every_benchmark_shown_exists():
         assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), module
 
 
+@pytest.mark.slow
 def test_the_team_section_copies_a_store_into_postgresql(pg_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """Its `export TEAM_DB` and `db copy` lines, run as written by a shell, on a real server."""
     block = _sh_blocks(_section("A team mirror on PostgreSQL"))[0]
@@ -161,3 +165,44 @@ def test_the_team_section_copies_a_store_into_postgresql(pg_url: str, tmp_path: 
     )
     assert run.returncode == 0, run.stderr
     assert "copied 50 documents" in run.stdout and "snapshot root sha256:" in run.stdout
+
+
+# The fast local loop the README gives (section Tests); changing either alone fails below.
+FAST_LOOP = 'python3 -m pytest -n 2 -m "not slow and not postgresql"'
+
+
+def _registered_markers() -> set[str]:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    lines = config["tool"]["pytest"]["ini_options"]["markers"]
+    return {re.split(r"[(:]", line, maxsplit=1)[0] for line in lines}
+
+
+def test_the_fast_loop_is_shown_with_its_time_and_names_registered_markers():
+    section = _section("Tests")
+    shown = [line.strip() for block in _sh_blocks(section) for line in block.splitlines()]
+    assert shown == [FAST_LOOP]
+    args = shlex.split(FAST_LOOP)
+    expression = args[args.index("-m", 3) + 1]  # pytest's -m, not python's
+    named = set(re.findall(r"\w+", expression)) - {"not", "and", "or"}
+    assert named == {"slow", "postgresql"} and named <= _registered_markers()
+    assert re.search(r"under \d+ minutes? on a 2-core machine", section), section[:300]
+    assert "apt-get" in section and "Chromium" in section and "PostgreSQL" in section
+
+
+@pytest.mark.slow
+def test_the_fast_loop_leaves_out_processes_and_postgresql():
+    """The loop as written, collected: it runs, and selects no PostgreSQL run and no test of
+    a module that only spawns processes (a clone, a wheel build, a browser)."""
+    args = shlex.split(FAST_LOOP)
+    done = subprocess.run(
+        [sys.executable, *args[1:], "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert len(ids) > 1000
+    assert not [i for i in ids if re.search(r"[\[-]postgresql[\]-]", i)]  # a backend's id
+    spawning = ("test_clean_clone.py", "test_wheel.py", "test_browser.py", "test_crawl_kill.py")
+    assert not [i for i in ids if i.split("::")[0].endswith(spawning)]

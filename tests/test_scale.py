@@ -175,6 +175,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"db": db, "records": records, "snapshot": snap}
 
 
+@pytest.mark.slow
 def test_holding_everything_would_break_the_bound(big: dict[str, Path], tmp_path: Path) -> None:
     # The bound means something: the documents alone take more than twice as much, and so does
     # verifying the same documents in format v1, whose manifest line lists every hash.
@@ -192,6 +193,7 @@ def test_holding_everything_would_break_the_bound(big: dict[str, Path], tmp_path
     assert peak(lambda: verify(old)) > BOUND
 
 
+@pytest.mark.slow
 def test_snapshot_export_and_verify_run_in_bounded_memory(
     big: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -210,6 +212,7 @@ def test_snapshot_export_and_verify_run_in_bounded_memory(
     assert report[0].ok and report[0].manifest.count == MANY
 
 
+@pytest.mark.slow
 def test_snapshot_import_runs_in_bounded_memory(big: dict[str, Path], tmp_path: Path) -> None:
     with Mirror(Settings(db_url=f"sqlite:///{tmp_path / 'new.sqlite3'}", offline=True)) as mirror:
         mirror.stats()
@@ -217,6 +220,7 @@ def test_snapshot_import_runs_in_bounded_memory(big: dict[str, Path], tmp_path: 
         assert mirror.stats().with_content == MANY
 
 
+@pytest.mark.slow
 def test_import_runs_in_bounded_memory(big: dict[str, Path], tmp_path: Path) -> None:
     with Mirror(Settings(db_url=f"sqlite:///{tmp_path / 'new.sqlite3'}", offline=True)) as mirror:
         mirror.stats()

@@ -149,6 +149,7 @@ def test_without_the_extra_search_is_lexical_and_doctor_says_how_to_turn_it_on(
     assert page.results and page.results[0].parent == TAP
 
 
+@pytest.mark.slow
 def test_a_search_without_the_index_imports_no_model_code(db_url: str, store: Store) -> None:
     store.put(small(), fetched_at=1.0, upstream="test")
     code = (
@@ -437,6 +438,7 @@ def test_hybrid_results_are_the_same_when_the_embedding_runs_beside_the_lexical_
     assert TAP in dict.fromkeys(parent for parent, _, _ in pages[1])
 
 
+@pytest.mark.slow
 @needs_model
 def test_a_forked_child_embeds_its_queries_itself() -> None:
     import os

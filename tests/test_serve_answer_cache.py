@@ -101,6 +101,7 @@ def test_more_than_a_batch_or_none_is_never_a_hit() -> None:
 # -- the store's generation -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_generation_changes_with_every_commit_from_any_connection_or_process(
     tmp_path: Path,
 ) -> None:

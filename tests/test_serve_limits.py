@@ -103,6 +103,7 @@ def _closed_within(sock: socket.socket, seconds: float, dribble: bytes = b"") ->
     raise AssertionError(f"the server kept the connection open for {seconds} s")
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize(
     "sent",
     [b"", b"GET /v1/x HTTP/1.1\r\nHost: 127.0.0.1\r\n"],
@@ -117,6 +118,7 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(
         assert _closed_within(sock, 5) < 3
 
 
+@pytest.mark.serial
 def test_headers_dribbled_a_byte_at_a_time_do_not_hold_the_connection(
     sample_mirror, quick_deadlines, serve_app
 ):
@@ -126,6 +128,7 @@ def test_headers_dribbled_a_byte_at_a_time_do_not_hold_the_connection(
         assert _closed_within(sock, 5, dribble=b"GET / HTTP/1.1\r\nX-Slow: " + b"a" * 100) < 3
 
 
+@pytest.mark.serial
 def test_keep_alive_serves_several_requests_then_an_idle_connection_is_closed(
     sample_mirror, quick_deadlines, serve_app
 ):

@@ -12,6 +12,9 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 CLIENTS = 64
 # Seconds of load; long enough for the server to grow its whole thread pool.

@@ -254,6 +254,7 @@ def stdio_env(tmp_path: Path) -> dict[str, str]:
     return {**keep, "DK_MIRROR_HOME": str(tmp_path / "home"), "PYTHONUNBUFFERED": "1"}
 
 
+@pytest.mark.slow
 @pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
 def test_stdio_client_lists_reference_tools_and_calls_each(sample_mirror, tmp_path):
     from mcp import Client, StdioServerParameters
@@ -292,6 +293,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_stdio_writes_nothing_but_json_rpc_to_stdout(tmp_path):
     # A fresh store (migrated at start-up) and code that prints to stdout on purpose.
     db = str(tmp_path / "fresh.sqlite3")
@@ -350,6 +352,7 @@ def read_lines(process: subprocess.Popen[bytes], answers: int, timeout: float = 
     return lines
 
 
+@pytest.mark.slow
 def test_other_commands_do_not_import_the_web_stack(sample_mirror, tmp_path):
     db = sample_mirror.settings.db_url.removeprefix("sqlite:///")
     probe = (

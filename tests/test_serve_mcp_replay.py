@@ -91,6 +91,7 @@ def same_answers(
     return seen
 
 
+@pytest.mark.slow
 def test_replayed_get_documents_are_the_sdk_bytes_with_their_own_id(
     twins: tuple[Any, str, str], sample_mirror: Mirror
 ) -> None:
@@ -141,6 +142,7 @@ def test_headers_decide_the_same_way_with_and_without_the_replay(
     same_answers(ours, sdk, [(body, {}), (body, headers)])
 
 
+@pytest.mark.slow
 def test_errors_notifications_and_other_calls_are_the_sdks(
     twins: tuple[Any, str, str], sample_mirror: Mirror
 ) -> None:

@@ -245,6 +245,7 @@ def test_upstream_failures_keep_google_statuses(store_mirror, serve_app, emulato
     assert response.status_code == 502 and "upstream failed" in response.json()["error"]["message"]
 
 
+@pytest.mark.slow
 def test_token_via_api_key_header_lets_a_mirror_chain(store_mirror, serve_app, emulator, tmp_path):
     a = store_mirror("a", upstream=emulator.base_url, api_key=emulator.api_key)
     url = serve_app(a, allow_fetch=True, token=TOKEN)

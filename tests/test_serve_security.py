@@ -168,6 +168,7 @@ def test_fetching_from_google_without_a_key_refuses_to_start(tmp_path):
     assert result.exit_code == 1 and "DEVELOPER_KNOWLEDGE_API_KEY" in result.stderr
 
 
+@pytest.mark.slow
 def test_non_loopback_bind_with_a_token_starts_and_requires_it(sample_mirror, tmp_path):
     db = sample_mirror.settings.db_url.removeprefix("sqlite:///")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.slow]
+
 REQUESTS = 100  # tools/call requests, after initialize
 
 

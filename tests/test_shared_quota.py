@@ -309,6 +309,8 @@ def _stored(db_url: str) -> int:
     return int(query_store(db_url, "SELECT count(*) FROM documents")[0][0])
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["fetch", "crawl"])
 def test_two_processes_on_one_store_stay_under_the_quota_together(
     tmp_path: Path, db_url: str, command: str
@@ -333,6 +335,8 @@ def test_two_processes_on_one_store_stay_under_the_quota_together(
     assert by_process[0][0] < by_process[1][-1] and by_process[1][0] < by_process[0][-1]
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_a_429_slows_both_processes_and_retry_after_is_honoured(
     tmp_path: Path, db_url: str
 ) -> None:

@@ -34,6 +34,7 @@ def _read_in_threads(store, names: list[str], count: int) -> list[BaseException]
     return failures
 
 
+@pytest.mark.serial
 def test_waves_of_new_threads_never_wait_for_a_connection(sample_mirror):
     with closing(open_store(sample_mirror)) as store:
         _waves_never_wait(store)

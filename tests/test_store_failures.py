@@ -169,6 +169,7 @@ def _mkdir(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_every_command_is_covered() -> None:
     """A new command must be added here (and so run against every bad store below)."""
     dummy = {k: Path("/x") for k in ("out", "snap", "toml", "lock")}
@@ -177,6 +178,7 @@ def test_every_command_is_covered() -> None:
     assert with_store == set(_arguments(dummy)) and set(listed) - with_store == NO_STORE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(BAD))
 def test_every_command_fails_cleanly_on_a_bad_store(
     kind: str, files: dict[str, Path], tmp_path: Path, emulator

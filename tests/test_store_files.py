@@ -21,6 +21,7 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+@pytest.mark.slow
 def test_a_new_data_directory_and_store_are_private_whatever_the_umask(tmp_path: Path) -> None:
     home = tmp_path / "home" / "dk-mirror"
     env = {**os.environ, "DK_MIRROR_HOME": str(home)}

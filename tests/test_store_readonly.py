@@ -24,6 +24,9 @@ from mirror.store.schema.tables import SCHEMA_REVISION
 from mirror.store.store import Store
 
 from . import sandbox
+from .store_templates import StoreTemplates, import_sample
+
+pytestmark = [pytest.mark.slow]
 
 NAME = read_sample()[0].name
 
@@ -47,9 +50,13 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Path:
-    """The sample store, alone in its folder."""
-    return _make_store(tmp_path / "ro" / "store.sqlite3")
+def store(tmp_path: Path, store_templates: StoreTemplates) -> Path:
+    """The sample store, alone in its folder (a copy of one imported once)."""
+    path = tmp_path / "ro" / "store.sqlite3"
+    path.parent.mkdir()
+    store_templates.copy("sample", import_sample, path)
+    assert sorted(p.name for p in path.parent.iterdir()) == _beside(path)
+    return path
 
 
 def test_reading_commands_work_in_a_read_only_folder(store: Path, tmp_path: Path) -> None:
@@ -57,31 +64,31 @@ def test_reading_commands_work_in_a_read_only_folder(store: Path, tmp_path: Path
     setup = sandbox.read_only(store.parent)
     out = tmp_path / "out"
     out.mkdir()
-    env = _env(tmp_path)
     db = ["--db", str(store)]
-    status = sandbox.run(["status", "--json", *db], setup=setup, env=env)
-    assert status.returncode == 0, status.stderr
-    assert json.loads(status.stdout)["documents"] == len(read_sample())
-    got = sandbox.run(["get", "--offline", *db, NAME], setup=setup, env=env)
-    assert got.returncode == 0 and got.stdout.startswith("# "), got.stderr
-    for args in (
+    reads = [
         ["ls", "--limit", "3"],
         ["search", "--offline", "manifest"],
         ["answer", "--offline", "what is a service worker"],
         ["db", "status"],
         ["snapshot", "export", str(out / "docs.snap")],
         ["export-md", str(out / "md")],
-    ):
-        result = sandbox.run([*args, *db], setup=setup, env=env)
-        assert result.returncode == 0, (args, result.stderr)
-        assert "Traceback" not in result.stderr
-    doctor = sandbox.run(["doctor", "--offline", *db], setup=setup, env=env)
+    ]
+    # One process in the read-only mount runs every command in turn (sandbox.run_many).
+    commands = [["status", "--json", *db], ["get", "--offline", *db, NAME],
+                *[[*args, *db] for args in reads], ["doctor", "--offline", *db]]  # fmt: skip
+    status, got, *results, doctor = sandbox.run_many(commands, setup=setup, env=_env(tmp_path))
+    assert status[0] == 0, status[2]
+    assert json.loads(status[1])["documents"] == len(read_sample())
+    assert got[0] == 0 and got[1].startswith("# "), got[2]
+    for args, (code, _out, err) in zip(reads, results, strict=True):
+        assert code == 0, (args, err)
+        assert "Traceback" not in err
     # No warning about the store (this machine's SQLite may have the WAL-reset bug: that
     # warning is about the library, not the store, and tests/test_doctor.py covers it).
-    rows = doctor.stdout.splitlines()
+    rows = doctor[1].splitlines()
     warnings = [r for r in rows if r.startswith("warn") and "WAL-reset" not in r]
-    assert doctor.returncode == 0 and not warnings, doctor.stdout
-    assert "opened immutable" in doctor.stdout
+    assert doctor[0] == 0 and not warnings, doctor[1]
+    assert "opened immutable" in doctor[1]
     assert (out / "docs.snap").is_file() and (out / "md" / "index.md").is_file()
     # Nothing was created beside the store: no -wal, no -shm, no journal.
     assert sorted(p.name for p in store.parent.iterdir()) == _beside(store)
@@ -143,12 +150,15 @@ def test_a_server_that_does_not_fetch_serves_a_read_only_store(store: Path, tmp_
 def test_writing_commands_say_the_store_is_read_only(store: Path, tmp_path: Path) -> None:
     sandbox.require_mounts()
     env = _env(tmp_path)
+    writes = [["import", "--sample"], ["fetch", NAME], ["get", NAME], ["db", "upgrade"]]
     for setup in (sandbox.read_only(store.parent), sandbox.read_only(store)):
-        for args in (["import", "--sample"], ["fetch", NAME], ["get", NAME], ["db", "upgrade"]):
-            result = sandbox.run([*args, "--db", str(store)], setup=setup, env=env)
-            assert result.returncode == 1, (args, result.stderr)
-            lines = result.stderr.splitlines()
-            assert lines[0] == f"error: the store is read-only: {store}", result.stderr
+        commands = [[*args, "--db", str(store)] for args in writes]
+        for args, (code, _out, err) in zip(
+            writes, sandbox.run_many(commands, setup=setup, env=env), strict=True
+        ):
+            assert code == 1, (args, err)
+            lines = err.splitlines()
+            assert lines[0] == f"error: the store is read-only: {store}", err
             assert lines[1].startswith("  hint: ") and "--db" in lines[1]
 
 

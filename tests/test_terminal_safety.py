@@ -86,6 +86,7 @@ def test_ls_shows_the_escapes(evil_store: str) -> None:
     assert "Title \\x1b[2J\\x1b[31mred\\u202eesrever\\x9b1m" in out
 
 
+@pytest.mark.slow
 def test_get_is_byte_exact_when_piped_and_escaped_on_a_terminal(
     evil_store: str, tmp_path: Path
 ) -> None:

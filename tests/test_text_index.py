@@ -71,6 +71,7 @@ def _child(code: str, *, output: bool = False) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_one_process_holds_the_index_at_a_time(tmp_path: Path) -> None:
     path = tmp_path / "index.lock"
     child = _child(
@@ -102,6 +103,7 @@ def test_one_process_holds_the_index_at_a_time(tmp_path: Path) -> None:
             child.stdout.close()
 
 
+@pytest.mark.slow
 def test_a_process_killed_while_indexing_leaves_an_index_the_next_search_repairs(
     tmp_path: Path,
 ) -> None:
@@ -143,6 +145,7 @@ def test_a_process_killed_while_indexing_leaves_an_index_the_next_search_repairs
         store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split_from", [100_000, 30], ids=["one-shard", "split"])
 def test_an_import_killed_after_publishing_part_of_its_pages_is_repaired_not_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_from: int

@@ -278,6 +278,7 @@ def test_persistent_failures_give_up_after_five_attempts(
     assert "2 document(s)" in text and emulator.base_url in text
 
 
+@pytest.mark.serial
 def test_slow_answers_give_up_within_the_deadline(emulator: Emulator, transport: str) -> None:
     # Each answer takes 0.3 s of real time and is a 503; the whole call may take 1 s.
     emulator.inject(Fault(kind="status", status=503, seconds=0.3), times=-1)
@@ -294,6 +295,7 @@ def test_slow_answers_give_up_within_the_deadline(emulator: Emulator, transport:
     assert "1 s deadline" in str(info.value)
 
 
+@pytest.mark.serial
 def test_a_hanging_upstream_times_out_at_the_deadline(emulator: Emulator, transport: str) -> None:
     # The answer would take 3 s; the read timeout is cut down to the 0.5 s deadline.
     emulator.inject(Fault(kind="latency", seconds=3.0), times=1)

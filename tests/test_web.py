@@ -26,6 +26,7 @@ from mirror.serve.web.routes import WebOptions, web_routes
 from mirror.service import Mirror
 from tests.conftest import CANARY_KEY, seed, stored
 from tests.emulator_fixtures import corpus_documents
+from tests.store_templates import StoreTemplates
 
 NOW = 1_790_000_000.0
 DAY = 86400.0
@@ -82,15 +83,26 @@ def _store_docs() -> list[tuple[Document, float]]:
     return [*docs, (hostile, NOW - 2 * DAY)]
 
 
-@pytest.fixture
-def web_mirror(db_url: str) -> Iterator[Mirror]:
-    """A Mirror on a fresh store: the sample plus a hostile page, fetched at various times."""
-    settings = Settings(
-        db_url=db_url, upstream="http://127.0.0.1:9", api_key=CANARY_KEY, offline=False
-    )
-    mirror = Mirror(settings, clock=lambda: NOW)
+def _settings(db_url: str) -> Settings:
+    return Settings(db_url=db_url, upstream="http://127.0.0.1:9", api_key=CANARY_KEY, offline=False)
+
+
+def _build_web_store(db_url: str) -> None:
+    """The sample plus a hostile page, one write per fetch time."""
+    by_time: dict[float, list[Document]] = {}
     for doc, fetched_at in _store_docs():
-        seed(mirror, [doc], fetched_at=fetched_at, upstream="sample")
+        by_time.setdefault(fetched_at, []).append(doc)
+    with Mirror(_settings(db_url), clock=lambda: NOW) as mirror:
+        for fetched_at, docs in by_time.items():
+            seed(mirror, docs, fetched_at=fetched_at, upstream="sample")
+
+
+@pytest.fixture
+def web_mirror(store_templates: StoreTemplates, tmp_path: Path) -> Iterator[Mirror]:
+    """A Mirror on a fresh store (a copy of one built once): the sample plus a hostile page,
+    fetched at various times."""
+    db_url = store_templates.copy("web", _build_web_store, tmp_path / "store.sqlite3")
+    mirror = Mirror(_settings(db_url), clock=lambda: NOW)
     yield mirror
     mirror.close()
 
@@ -400,6 +412,7 @@ def test_every_tenth_corpus_document_renders_inert() -> None:
         assert not re.search(r"<img[^>]*src=\"(?!data:)", lowered), record["name"]
 
 
+@pytest.mark.slow
 def test_the_offline_get_path_never_imports_the_web_stack(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite3"
     Mirror(Settings(db_url=f"sqlite:///{db}")).stats()  # migrated before (Alembic's imports)
@@ -487,6 +500,7 @@ def test_age_buckets_and_chart_geometry() -> None:
     )
 
 
+@pytest.mark.slow
 def test_wheel_ships_templates_and_static(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
     pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]

@@ -8,7 +8,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from mirror.store.schema.tables import SCHEMA_REVISION
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[1]
 
