@@ -15,7 +15,8 @@
     ├── NotCached                  offline and not in the store (exit 4); `.names`
     │   └── NotServed              serve/calls.py: a miss a read-only server may not fetch
     ├── StoreError                 the local database cannot be used as asked (exit 1)
-    │   └── SchemaError            store revision unknown to this version of dk-mirror
+    │   ├── SchemaError            store revision unknown to this version of dk-mirror
+    │   └── IndexRebuilding        a server's search index is being rebuilt; `.retry_after`
     └── UpstreamError              the upstream API failed; `.status`, `.code` (exit 1)
         ├── NotFound               upstream has no such document (exit 3); `.names`
         ├── BadRequest             400 INVALID_ARGUMENT other than an invalid key
@@ -99,6 +100,14 @@ class StoreError(MirrorError):
 
 class SchemaError(StoreError):
     """The store's schema revision is not one this version understands."""
+
+
+class IndexRebuilding(StoreError):
+    """The search index is being rebuilt from the store (a server says so rather than wait)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, retry_after: int = 5) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after = retry_after
 
 
 class NotCached(MirrorError):

@@ -8,6 +8,8 @@ and google.rpc code; the REST API, the MCP tools and the browser's error pages a
     NotFound (upstream has none)      404 NOT_FOUND
     QuotaExceeded                     429 RESOURCE_EXHAUSTED
     Unavailable                       503 UNAVAILABLE         (worth a retry)
+    IndexRebuilding                   503 UNAVAILABLE         with Retry-After: the search index
+                                                              is being rebuilt
     other upstream / config errors    502 UNAVAILABLE         (this mirror's upstream failed)
     StoreError, OutputError           500 INTERNAL
     anything else                     500 INTERNAL            (details stay in the server log)
@@ -30,6 +32,7 @@ from ..errors import (
     STATUS_BY_HTTP,
     BadRequest,
     ConfigError,
+    IndexRebuilding,
     InvalidInput,
     MirrorError,
     NotCached,
@@ -51,6 +54,7 @@ class ApiError:
     status: int
     code: str
     message: str
+    retry_after: int | None = None  # seconds, for a Retry-After header (IndexRebuilding)
 
     def body(self) -> dict[str, Any]:
         """The `{"error": {"code", "message", "status"}}` JSON Google sends."""
@@ -76,6 +80,7 @@ STATUS_TABLE: tuple[tuple[type[MirrorError], int, str], ...] = (
     (NotFound, 404, "NOT_FOUND"),
     (QuotaExceeded, 429, "RESOURCE_EXHAUSTED"),
     (Unavailable, 503, "UNAVAILABLE"),
+    (IndexRebuilding, 503, "UNAVAILABLE"),  # a StoreError: before that row
     (StoreError, 500, "INTERNAL"),  # and SchemaError
     # AuthError, PermissionDenied, ProtocolError; ConfigError and NetworkForbidden: the
     # mirror's own upstream (or setup) failed; the caller's request and credentials are fine,
@@ -106,7 +111,8 @@ def from_exception(exc: BaseException, *, secret: str | None = None) -> ApiError
         message = f"this mirror's {cause}: {message}"
     if exc.hint:
         message = f"{message}\nhint: {exc.hint}"
-    return ApiError(status, code, scrub(message, secret))
+    retry_after = exc.retry_after if isinstance(exc, IndexRebuilding) else None
+    return ApiError(status, code, scrub(message, secret), retry_after)
 
 
 def scrub(text: str, secret: str | None) -> str:

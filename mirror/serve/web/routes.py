@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ... import names as naming
-from ...errors import InvalidInput, MirrorError, NotCached, NotFound
+from ...errors import IndexRebuilding, InvalidInput, MirrorError, NotCached, NotFound
 from ...policy import Mode
 from ...search.snippets import plain_text
 from ..api_errors import scrub, status_of
@@ -78,7 +78,10 @@ def _errors(
             secret = self.mirror.settings.api_key
             hint = scrub(exc.hint, secret) if exc.hint else None
             shown = MirrorError(scrub(exc.message, secret), hint=hint)
-            return page("error.html", status, code=status, error=shown)
+            response = page("error.html", status, code=status, error=shown)
+            if isinstance(exc, IndexRebuilding):
+                response.headers["Retry-After"] = str(exc.retry_after)
+            return response
 
     return wrapped
 
