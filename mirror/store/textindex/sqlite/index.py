@@ -57,7 +57,7 @@ from ....errors import MirrorError, StoreError
 from ...db.compression import inflate
 from ...db.disk import index_disk_full, index_failure, index_writes
 from .entries import ANALYZER, Entry, analyzer, entry_of, schema
-from .folder import LOCK, STATE
+from .folder import LOCK, STATE, keep_private
 from .folder_lock import FolderLock
 from .native_memory import map_large_blocks, trim
 from .parts import Parts, PendingNames
@@ -218,6 +218,7 @@ class TextIndex:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.folder / STATE)
+            keep_private(self.folder)  # and the files tantivy wrote since
 
     def _forget_state(self) -> None:
         if self.folder is None:
@@ -241,7 +242,9 @@ class TextIndex:
                 return
             assert self.folder is not None
             with index_writes(self.folder):
-                self.folder.mkdir(parents=True, exist_ok=True)
+                if not self.folder.is_dir():
+                    self.folder.mkdir(parents=True, exist_ok=True)
+                    keep_private(self.folder)
                 acquired = self._file_lock.acquire(wait)
             if not acquired:
                 yield False
