@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,18 +29,16 @@ from mirror.config import Settings
 from mirror.models import Document
 from mirror.service import Mirror
 from tests.conftest import seed
+from tests.serve_process import clean_env, serve
 
 pytestmark = pytest.mark.sqlite_only
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus" / "tensorflow.org.jsonl.gz"
 KERAS = "documents/www.tensorflow.org/guide/keras"
-START_TIMEOUT = 60.0
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env(home: Path) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
-    return {**keep, "DK_MIRROR_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return clean_env(home)
 
 
 @pytest.fixture(scope="module")
@@ -162,44 +159,9 @@ def test_the_first_cli_search_after_damage_rebuilds_then_answers(store: Path, da
 
 @contextlib.contextmanager
 def _serve(db: Path) -> Iterator[str]:
-    """`dk-mirror serve --offline` on 127.0.0.1, any free port; yields its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mirror", "serve", "--offline", "--db", str(db), "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(db.parent / "home"),
-    )
-    lines: list[str] = []
-    found = threading.Event()
-    base: list[str] = []
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            match = re.search(r"dk-mirror serve: (http://127\.0\.0\.1:\d+)", line)
-            if match and not base:
-                base.append(match.group(1))
-                found.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        if not found.wait(START_TIMEOUT):
-            pytest.fail("dk-mirror serve did not start:\n" + "".join(lines))
-        yield base[0]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        reader.join(10)
-        assert proc.stderr is not None
-        proc.stderr.close()
+    """`dk-mirror serve --offline` on the store; yields its base URL."""
+    with serve(db, "--offline", env=_env(db.parent / "home")) as served:
+        yield served.url
 
 
 def _rest(base: str, query: str) -> httpx.Response:
