@@ -28,6 +28,9 @@
 
     Transient (upstream/retry.py)  internal to the retry loop: wraps an UpstreamError worth
                                    retrying; never escapes mirror/upstream/
+    Damaged                        store/textindex/sqlite/shards.py: tantivy could not read the
+                                   index's files; never escapes the store (the index is rebuilt,
+                                   or a StoreError says it cannot be)
     FetchInterrupted               service/documents.py: Ctrl-C during `fetch` (a
                                    KeyboardInterrupt) carrying the report of what was saved
     RefreshInterrupted             service/refresh.py: the same for `refresh`
