@@ -15,7 +15,8 @@
     ├── NotCached                  offline and not in the store (exit 4); `.names`
     │   └── NotServed              serve/calls.py: a miss a read-only server may not fetch
     ├── StoreError                 the local database cannot be used as asked (exit 1)
-    │   └── SchemaError            store revision unknown to this version of dk-mirror
+    │   ├── SchemaError            store revision unknown to this version of dk-mirror
+    │   └── IndexRebuilding        a server's search index is being rebuilt; `.retry_after`
     └── UpstreamError              the upstream API failed; `.status`, `.code` (exit 1)
         ├── NotFound               upstream has no such document (exit 3); `.names`
         ├── BadRequest             400 INVALID_ARGUMENT other than an invalid key
@@ -27,6 +28,9 @@
 
     Transient (upstream/retry.py)  internal to the retry loop: wraps an UpstreamError worth
                                    retrying; never escapes mirror/upstream/
+    Damaged                        store/textindex/sqlite/shards.py: tantivy could not read the
+                                   index's files; never escapes the store (the index is rebuilt,
+                                   or a StoreError says it cannot be)
     FetchInterrupted               service/documents.py: Ctrl-C during `fetch` (a
                                    KeyboardInterrupt) carrying the report of what was saved
     RefreshInterrupted             service/refresh.py: the same for `refresh`
@@ -99,6 +103,14 @@ class StoreError(MirrorError):
 
 class SchemaError(StoreError):
     """The store's schema revision is not one this version understands."""
+
+
+class IndexRebuilding(StoreError):
+    """The search index is being rebuilt from the store (a server says so rather than wait)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, retry_after: int = 5) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after = retry_after
 
 
 class NotCached(MirrorError):

@@ -26,6 +26,7 @@ EXPECTED = {
     "NotCached": (404, "NOT_FOUND"),
     "StoreError": (500, "INTERNAL"),
     "SchemaError": (500, "INTERNAL"),
+    "IndexRebuilding": (503, "UNAVAILABLE"),
     "UpstreamError": (502, "UNAVAILABLE"),
     "NotFound": (404, "NOT_FOUND"),
     "BadRequest": (400, "INVALID_ARGUMENT"),

@@ -235,10 +235,13 @@ def test_upstream_failures_keep_google_statuses(store_mirror, serve_app, emulato
     assert (
         response.status_code == 429 and response.json()["error"]["status"] == "RESOURCE_EXHAUSTED"
     )
+    host = emulator.base_url.split("//", 1)[1]
+    assert host not in response.text and "DK_MIRROR_" not in response.text  # the operator's
     emulator.reset()
     emulator.inject(Fault(kind="status", status=503), times=-1, path=BATCH)
     response = httpx.get(url + "/v1/" + TF[0])
     assert response.status_code == 503 and response.json()["error"]["status"] == "UNAVAILABLE"
+    assert host not in response.text
     emulator.reset()
     emulator.api_key = "rotated"  # A's key no longer works: A's problem, not the caller's
     response = httpx.get(url + "/v1/" + TF[0])

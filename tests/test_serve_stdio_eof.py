@@ -45,3 +45,30 @@ def test_every_request_read_before_end_of_input_is_answered(sample_mirror, tmp_p
         assert not answer["result"]["isError"], answer
         assert len(answer["result"]["structuredContent"]["documents"]) == 5
     assert result.returncode == 0, result.stderr.decode()[-2000:]
+
+
+def test_a_line_that_is_not_json_rpc_gets_json_rpc_s_error(sample_mirror, tmp_path: Path):
+    db = sample_mirror.settings.db_url.removeprefix("sqlite:///")
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    call = {"name": "search_documents", "arguments": {"query": "chrome"}}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "this is not json {",
+        json.dumps({"hello": "world"}),  # JSON, but no JSON-RPC message
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}),
+    ]
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror", "serve", "--stdio", "--db", db],
+        input="".join(line + "\n" for line in lines).encode(),
+        capture_output=True,
+        env={**keep, "DK_MIRROR_HOME": str(tmp_path / "home")},
+        timeout=120,
+    )
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    errors = [a["error"]["code"] for a in answers if "error" in a and a["id"] is None]
+    assert errors == [-32700, -32600]
+    called = [a for a in answers if a.get("id") == 1]  # and the rest is answered as ever
+    assert len(called) == 1 and not called[0]["result"]["isError"], called
+    assert result.returncode == 0, result.stderr.decode()[-2000:]

@@ -66,3 +66,41 @@ def test_an_existing_folder_and_store_keep_their_modes(tmp_path: Path) -> None:
     assert mode(shared) == 0o755  # the user's folder (e.g. --db ./x.sqlite3): not ours to change
     assert mode(existing) == 0o640
     assert mode(shared / "new.sqlite3") == 0o600
+
+
+def _modes(folder: Path) -> set[tuple[str, int]]:
+    """(kind, mode) of the folder and of everything under it."""
+    found = {("folder", mode(folder))}
+    for path in folder.rglob("*"):
+        found.add(("folder" if path.is_dir() else "file", mode(path)))
+    return found
+
+
+def test_the_search_index_is_as_private_as_its_store_whatever_the_umask(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "DK_MIRROR_HOME": str(home)}
+    env.pop("DK_MIRROR_DB", None)
+    for args in (["import", "--sample"], ["search", "--offline", "chrome"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "mirror", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            umask=0o022,  # tantivy's own files would be 0644, its folders 0755
+        )
+        assert done.returncode == 0, done.stderr
+    index = home / "dk-mirror.sqlite3-search"
+    assert (index / "shard-0" / "meta.json").is_file()
+    assert _modes(index) == {("folder", 0o700), ("file", 0o600)}
+
+
+def test_an_index_follows_a_store_the_user_opened_up(tmp_path: Path) -> None:
+    path = tmp_path / "team.sqlite3"
+    store = Store.open(f"sqlite:///{path}")
+    try:
+        path.chmod(0o640)  # shared with the group on purpose
+        store.put([Document("documents/a.dev/x", content="x")], fetched_at=0.0, upstream="t")
+        assert store.search_local("x")
+    finally:
+        store.close()
+    assert _modes(tmp_path / "team.sqlite3-search") == {("folder", 0o750), ("file", 0o640)}

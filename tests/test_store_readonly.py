@@ -147,6 +147,20 @@ def test_a_server_that_does_not_fetch_serves_a_read_only_store(store: Path, tmp_
     assert "Traceback" not in fetching.stderr
 
 
+def test_index_check_reads_a_read_only_store(store: Path, tmp_path: Path) -> None:
+    """Search works on a read-only store (its index copied to the cache folder): so does
+    `index check`, which only reads the store."""
+    sandbox.require_mounts()
+    env = _env(tmp_path)
+    for setup in (sandbox.read_only(store.parent), sandbox.read_only(store)):
+        check = sandbox.run(["index", "check", "--json", "--db", str(store)], setup=setup, env=env)
+        assert check.returncode == 0, check.stderr
+        found = json.loads(check.stdout)
+        assert found["stale"] is False and found["indexed"] == len(read_sample())
+        if setup == sandbox.read_only(store.parent):  # nothing was written beside the store
+            assert sorted(p.name for p in store.parent.iterdir()) == _beside(store)
+
+
 def test_writing_commands_say_the_store_is_read_only(store: Path, tmp_path: Path) -> None:
     sandbox.require_mounts()
     env = _env(tmp_path)

@@ -118,12 +118,11 @@ def test_a_process_killed_while_indexing_leaves_an_index_the_next_search_repairs
         from mirror.store.textindex.sqlite import index as text_index
         from mirror.store.store import Store
 
-        real = text_index.TextIndex.sync
-        def dying(self, raw, wait=None):
+        def dying(self, raw, wait=None, rebuild=True):
             writer = self._writer()
             text_index.apply_changes(writer, raw, self.state() or 0, text_index.store_seq(raw))
             os._exit(9)  # as kill -9: no commit, no state, no cleanup
-        text_index.TextIndex.sync = dying
+        text_index.TextIndex._sync = dying
         store = Store.open({url!r})
         docs = [
             Document(name=f"documents/example.dev/q{{i:05}}", title="Badger",

@@ -50,7 +50,9 @@ def index_update(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def index_check(ctx: click.Context, as_json: bool) -> None:
     """Compare the indexes with the stored documents; exit 1 if the full-text one is stale."""
-    mirror = open_mirror(ctx)
+    # It only reads the store (a read-only one's index is a copy in the cache folder, as for
+    # search), so a store that cannot be written is checked, not refused.
+    mirror = open_mirror(ctx, read_only_ok=True)
     state = mirror.check_index()
     semantic = mirror.semantic_status()
     if as_json:

@@ -8,9 +8,15 @@ and google.rpc code; the REST API, the MCP tools and the browser's error pages a
     NotFound (upstream has none)      404 NOT_FOUND
     QuotaExceeded                     429 RESOURCE_EXHAUSTED
     Unavailable                       503 UNAVAILABLE         (worth a retry)
+    IndexRebuilding                   503 UNAVAILABLE         with Retry-After: the search index
+                                                              is being rebuilt
     other upstream / config errors    502 UNAVAILABLE         (this mirror's upstream failed)
     StoreError, OutputError           500 INTERNAL
     anything else                     500 INTERNAL            (details stay in the server log)
+
+A failure of this mirror's own upstream or setup (the 502s, and an upstream's 429, 503 or 400)
+is the operator's business: a caller is told what happened without the upstream's URL, the names
+of the mirror's settings or the operator's hints, which go to the server log (`served`).
 
 A miss while not allowed to fetch is a 404, not a 503: retrying will not help (clients retry
 503), and a 404 that names the missing document lets a downstream dk-mirror narrow a batch
@@ -20,16 +26,19 @@ down to it and still cache the rest, as it does with Google's atomic batchGet 40
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from mcp_types import CallToolResult, TextContent
 
+from ..config import ENV_VARS
 from ..errors import (
     STATUS_BY_HTTP,
     BadRequest,
     ConfigError,
+    IndexRebuilding,
     InvalidInput,
     MirrorError,
     NotCached,
@@ -51,6 +60,7 @@ class ApiError:
     status: int
     code: str
     message: str
+    retry_after: int | None = None  # seconds, for a Retry-After header (IndexRebuilding)
 
     def body(self) -> dict[str, Any]:
         """The `{"error": {"code", "message", "status"}}` JSON Google sends."""
@@ -76,6 +86,7 @@ STATUS_TABLE: tuple[tuple[type[MirrorError], int, str], ...] = (
     (NotFound, 404, "NOT_FOUND"),
     (QuotaExceeded, 429, "RESOURCE_EXHAUSTED"),
     (Unavailable, 503, "UNAVAILABLE"),
+    (IndexRebuilding, 503, "UNAVAILABLE"),  # a StoreError: before that row
     (StoreError, 500, "INTERNAL"),  # and SchemaError
     # AuthError, PermissionDenied, ProtocolError; ConfigError and NetworkForbidden: the
     # mirror's own upstream (or setup) failed; the caller's request and credentials are fine,
@@ -94,19 +105,45 @@ def status_of(exc: MirrorError) -> tuple[int, str]:
     raise AssertionError("unreachable: MirrorError is the table's last row")
 
 
+_URL = re.compile(r"\b(?:https?|wss?)://[^\s'\"<>]+")
+_SETTING = re.compile(r"\b(?:" + "|".join(map(re.escape, ENV_VARS)) + r")\b")
+# What a caller can do about a failure of this mirror's upstream or setup, by status.
+_CALLER_HINTS = {
+    502: "this mirror's operator finds the details in its server log",
+    503: "retry later",
+    429: "retry in a minute",
+}
+
+
+def served(exc: MirrorError, *, secret: str | None = None) -> tuple[str, str | None]:
+    """The message and hint a caller is told of `exc` (REST, MCP and the web pages alike)."""
+    status, _code = status_of(exc)
+    message, hint = exc.message, exc.hint
+    if isinstance(exc, UpstreamError | ConfigError) and not isinstance(exc, NotFound):
+        # The operator's: the whole of it, hint and all, in the server log.
+        log.warning("answered %d for this mirror's upstream or setup: %s", status, exc)
+        message = _SETTING.sub("a setting", _URL.sub("its upstream", message))
+        if status in _CALLER_HINTS:
+            hint = _CALLER_HINTS[status]
+        elif hint is not None:  # a request upstream refused as invalid: how to fix it
+            hint = _SETTING.sub("a setting", _URL.sub("its upstream", hint))
+    if status == 502:
+        cause = "upstream failed" if isinstance(exc, UpstreamError) else "setup is unusable"
+        message = f"this mirror's {cause}: {message}"
+    return scrub(message, secret), scrub(hint, secret) if hint else None
+
+
 def from_exception(exc: BaseException, *, secret: str | None = None) -> ApiError:
     """The ApiError for any exception; unexpected ones say only 'internal error'."""
     if not isinstance(exc, MirrorError):
         log.exception("unexpected error while serving a request", exc_info=exc)
         return make(500, "internal error in dk-mirror; the server log has the details")
     status, code = status_of(exc)
-    message = exc.message
-    if status == 502:
-        cause = "upstream failed" if isinstance(exc, UpstreamError) else "setup is unusable"
-        message = f"this mirror's {cause}: {message}"
-    if exc.hint:
-        message = f"{message}\nhint: {exc.hint}"
-    return ApiError(status, code, scrub(message, secret))
+    message, hint = served(exc, secret=secret)
+    if hint:
+        message = f"{message}\nhint: {hint}"
+    retry_after = exc.retry_after if isinstance(exc, IndexRebuilding) else None
+    return ApiError(status, code, message, retry_after)
 
 
 def scrub(text: str, secret: str | None) -> str:

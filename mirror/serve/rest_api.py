@@ -86,7 +86,9 @@ def documents_body(encoded: Sequence[bytes]) -> bytes:
 
 
 def error_response(error: api_errors.ApiError, headers: dict[str, str] | None = None) -> Response:
-    """A Google-style error body with its HTTP status."""
+    """A Google-style error body with its HTTP status (and Retry-After when it says when)."""
+    if error.retry_after is not None:
+        headers = {**(headers or {}), "Retry-After": str(error.retry_after)}
     return json_response(error.body(), error.status, headers)
 
 

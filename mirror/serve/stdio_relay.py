@@ -1,18 +1,32 @@
-"""Between stdio and the MCP server: end of input waits until every request read is answered.
+"""Between stdio and the MCP server: end of input waits until every request read is answered,
+and a line that is not a JSON-RPC message gets JSON-RPC's error answer.
 
 The SDK's stdio transport closes the server's input at end of input, and the server then
 cancels the calls still running: 101 requests written and stdin closed left 57 unanswered.
+It also hands a line it cannot parse to the server as an exception, which answers nothing: a
+client waits for ever. JSON-RPC 2.0 answers it with id null: -32700 for text that is not JSON,
+-32600 for JSON that is not a request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import Counter
 from typing import Any
 
 import anyio
 from mcp.shared.message import SessionMessage
-from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
+from pydantic import ValidationError
 
 log = logging.getLogger("mirror.serve")
 
@@ -43,6 +57,9 @@ class AnswerAll:
         async with self._to_server:
             try:
                 async for item in self._stdin:
+                    if isinstance(item, Exception):  # a line the transport could not read
+                        await self._reject(item)
+                        continue
                     message = item.message if isinstance(item, SessionMessage) else None
                     if isinstance(message, JSONRPCRequest):
                         self._pending[message.id] += 1
@@ -68,6 +85,20 @@ class AnswerAll:
                 if isinstance(message, JSONRPCResponse | JSONRPCError):
                     self._answered(message.id)
 
+    async def _reject(self, problem: Exception) -> None:
+        """Answer an unreadable line with JSON-RPC's error for it (id null: none was read)."""
+        if _not_json(problem):
+            error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
+        else:
+            error = ErrorData(
+                code=INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message"
+            )
+        log.warning("stdin: %s", error.message)
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._stdout.send(
+                SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
+            )
+
     def _answered(self, request_id: Any) -> None:
         if self._pending[request_id] > 1:
             self._pending[request_id] -= 1
@@ -78,6 +109,13 @@ class AnswerAll:
     def _check_drained(self) -> None:
         if self._input_ended and not self._pending:
             self._drained.set()
+
+
+def _not_json(problem: Exception) -> bool:
+    """Whether the transport failed on the JSON itself (else on the message's shape)."""
+    if isinstance(problem, ValidationError):
+        return any(error["type"] == "json_invalid" for error in problem.errors())
+    return isinstance(problem, ValueError | UnicodeDecodeError)
 
 
 def _pipe() -> tuple[Any, Any]:

@@ -197,6 +197,10 @@ class Store(Searching):
             self.__dict__.pop(held, None)
         self._watch_commits(self.engine)
         old.dispose()
+        if self._fast_sql and not self._one_thread:
+            # A server's searches do not wait minutes for a damaged index to be rebuilt: it is
+            # rebuilt on a thread of its own while they say so (textindex/sqlite/repair.py).
+            self.text_index().serve(lambda: self.engine.raw_connection())
 
     def _close_idle(self) -> None:
         while self._idle:

@@ -20,10 +20,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ... import names as naming
-from ...errors import InvalidInput, MirrorError, NotCached, NotFound
+from ...errors import IndexRebuilding, InvalidInput, MirrorError, NotCached, NotFound
 from ...policy import Mode
 from ...search.snippets import plain_text
-from ..api_errors import scrub, status_of
+from ..api_errors import served, status_of
 from . import links as web_links
 from . import markdown_html as web_markdown
 from . import sanitize as web_sanitize
@@ -74,11 +74,13 @@ def _errors(
             return handler(self, request)
         except MirrorError as exc:
             status, _code = status_of(exc)
-            # Messages never carry the API key; scrub is the same backstop REST and MCP use.
-            secret = self.mirror.settings.api_key
-            hint = scrub(exc.hint, secret) if exc.hint else None
-            shown = MirrorError(scrub(exc.message, secret), hint=hint)
-            return page("error.html", status, code=status, error=shown)
+            # What REST and MCP tell a caller too (no key, no upstream URL, no setting names).
+            message, hint = served(exc, secret=self.mirror.settings.api_key)
+            shown = MirrorError(message, hint=hint)
+            response = page("error.html", status, code=status, error=shown)
+            if isinstance(exc, IndexRebuilding):
+                response.headers["Retry-After"] = str(exc.retry_after)
+            return response
 
     return wrapped
 

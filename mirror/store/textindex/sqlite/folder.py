@@ -42,6 +42,29 @@ def folder_for(database: str | None) -> Path | None:
     return cached
 
 
+def keep_private(folder: Path) -> None:
+    """Give the index folder the store file's permissions (a 0600 store: folder and shards
+    0700, files 0600), whatever the umask tantivy's files were made under: the index holds the
+    words of every page, so it is as private as the store. A copy in the cache folder, with no
+    store beside it, is 0700/0600. Files this user cannot change are left as they are."""
+    store = folder.with_name(folder.name.removesuffix("-search"))
+    try:
+        files = stat.S_IMODE(store.stat().st_mode) & 0o666 if store != folder else 0o600
+    except OSError:
+        files = 0o600
+    folders = files | (files & 0o444) >> 2  # x wherever r: the folder can be entered
+    for root, _folders, names in os.walk(folder):
+        _chmod(root, folders)
+        for name in names:
+            _chmod(os.path.join(root, name), files)
+
+
+def _chmod(path: str, mode: int) -> None:
+    with contextlib.suppress(OSError):  # gone meanwhile (a merge), or another user's
+        if stat.S_IMODE(os.stat(path).st_mode) != mode:
+            os.chmod(path, mode)
+
+
 def _owner_writes(folder: Path) -> None:
     """Let this user write every folder and file under `folder`: copytree copies the mode
     bits, and a copy of an index made read-only by its permissions (chmod, another user's

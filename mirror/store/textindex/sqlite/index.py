@@ -53,16 +53,18 @@ from typing import Any
 
 import tantivy
 
-from ....errors import MirrorError
+from ....errors import MirrorError, StoreError
 from ...db.compression import inflate
 from ...db.disk import index_disk_full, index_failure, index_writes
 from .entries import ANALYZER, Entry, analyzer, entry_of, schema
-from .folder import LOCK, STATE
+from .folder import LOCK, STATE, keep_private
 from .folder_lock import FolderLock
 from .native_memory import map_large_blocks, trim
 from .parts import Parts, PendingNames
+from .repair import REBUILD_WAIT, BackgroundRepair, latest_seq
 from .shards import (
     SHARDS,
+    Damaged,
     ShardedIndex,
     ShardSearcher,
     ShardWriter,
@@ -97,6 +99,8 @@ _ALL_DOCS = (
     "SELECT name, title, description, content FROM documents "
     "WHERE name > ? AND content IS NOT NULL ORDER BY name LIMIT ?"
 )
+# What an index needs to reflect a snapshot of the store (TextIndex._plan).
+CURRENT, BEHIND, REBUILD = "current", "behind", "rebuild"
 
 
 class TextIndex:
@@ -110,6 +114,12 @@ class TextIndex:
         self._loaded: object = -1  # the commit (_commit_key) the open searcher reflects
         self._thread_lock = threading.RLock()
         self._file_lock = FolderLock(folder / LOCK) if folder is not None else None
+        # Why the open index cannot be read (a search met Damaged), until it is rebuilt.
+        self._broken: str | None = None
+        # Bumped by each rebuild: a failure met on an older searcher is no news.
+        self.generation = 0
+        # A server's: rebuilds run there, and searches wait for them a little (repair.py).
+        self._background: BackgroundRepair | None = None
 
     @property
     def schema(self) -> tantivy.Schema:
@@ -129,17 +139,13 @@ class TextIndex:
                 except (ValueError, OSError) as exc:
                     if index_disk_full(self.folder, exc):  # not damaged: keep it
                         raise index_failure(self.folder, exc) from None
-                    # Damaged (a disk that lost files) or of another schema: the folder holds
-                    # nothing the store cannot give again.
-                    log.warning("search index at %s unreadable: rebuilding it", self.folder)
-                    # A full disk or a folder this user may not write: it cannot be made either.
-                    with index_writes(self.folder):
-                        self._forget_state()
-                        self._clear()
-                        shards = [self._open_shard(path, reuse=False) for path in self._shards()]
+                    # Damaged (a disk that lost files) or of another schema: rebuilt by the
+                    # caller (`repair_damage`), holding the index.
+                    raise Damaged(str(exc)) from exc
             for shard in shards:
                 shard.register_tokenizer(ANALYZER, self._analyzer)
             self._index = ShardedIndex(shards, self.folder)
+            self._loaded = -1
         return self._index
 
     def _shards(self) -> list[Path]:
@@ -192,18 +198,6 @@ class TextIndex:
         assert self.folder is not None
         return PendingNames(self.folder / PENDING)
 
-    def _diverged(self, raw: Any, seq: int) -> bool:
-        """Whether the store logged another page at id `seq` than the index recorded: a store
-        copied back from an older file has written other changes under the same ids."""
-        if self.folder is None:
-            return False
-        found = self._recorded()
-        if found is None:
-            return True
-        logged = name_at(raw, seq)
-        last = found.get("last")
-        return last is not None and logged is not None and logged != last
-
     _memory_seq: int | None = None
 
     def _save_state(self, seq: int, last: str | None, *, pending: bool = False) -> None:
@@ -224,6 +218,7 @@ class TextIndex:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.folder / STATE)
+            keep_private(self.folder)  # and the files tantivy wrote since
 
     def _forget_state(self) -> None:
         if self.folder is None:
@@ -247,7 +242,9 @@ class TextIndex:
                 return
             assert self.folder is not None
             with index_writes(self.folder):
-                self.folder.mkdir(parents=True, exist_ok=True)
+                if not self.folder.is_dir():
+                    self.folder.mkdir(parents=True, exist_ok=True)
+                    keep_private(self.folder)
                 acquired = self._file_lock.acquire(wait)
             if not acquired:
                 yield False
@@ -263,9 +260,11 @@ class TextIndex:
 
     def searcher(self, raw: Any, *, sync: bool = True) -> ShardSearcher:
         """A searcher that reflects the store as `raw` (an sqlite3 connection in a read
-        transaction) sees it: stale changes applied first when no one else is indexing."""
+        transaction) sees it: stale changes applied first when no one else is indexing, and an
+        index that must be rebuilt rebuilt first (a server's: IndexRebuilding while it is).
+        Damaged when tantivy cannot read the files (`repair_damage`, then ask again)."""
         if sync:
-            self.sync(raw, wait=SEARCH_WAIT)
+            self._ready(raw)
         index = self._open()
         # Reloaded when tantivy committed since (a shard's meta.json rewritten), not when the
         # state's id moved: a failed import's pages, published and then repaired, leave the
@@ -276,6 +275,28 @@ class TextIndex:
             self._loaded = key
         return index.searcher()
 
+    def _ready(self, raw: Any) -> None:
+        if self._background is None:  # a command: rebuild here, then answer
+            if self._sync(raw, wait=SEARCH_WAIT) is None:
+                self._sync(raw)  # another process holds the index: wait for it
+        elif self._sync(raw, wait=SEARCH_WAIT, rebuild=False) is None:
+            self._background.await_repair()
+
+    def repair_damage(self, exc: Damaged, generation: int) -> None:
+        """A search met Damaged on a searcher of `generation`: have the index rebuilt before
+        its next `searcher` (rebuilt already since that searcher was made: nothing to do)."""
+        if generation != self.generation:
+            return
+        if self._broken is None:
+            log.warning("search index at %s is damaged (%s): rebuilding it", self.folder, exc)
+        self._broken = str(exc) or "unreadable"
+
+    def serve(self, connect: Callable[[], Any], wait: float = REBUILD_WAIT) -> None:
+        """Make this a server's index: a rebuild runs on a thread of its own (reading the store
+        through `connect`, a pooled DBAPI connection), and a search waits for it at most `wait`
+        seconds before IndexRebuilding."""
+        self._background = BackgroundRepair(connect, lambda raw: self._sync(raw), wait)
+
     def _commit_key(self) -> object:
         if self.folder is None:
             return object()  # an in-memory index (tests, scratch stores): reloaded each time
@@ -285,7 +306,7 @@ class TextIndex:
         """How many changes the index is behind the store (None: it must be rebuilt)."""
         seq = self.state()
         head = store_seq(raw)
-        if seq is None or seq > head:
+        if seq is None or seq > head or self._plan(raw, head)[0] == REBUILD:
             return None
         return head - seq
 
@@ -295,9 +316,16 @@ class TextIndex:
         return self._open().held()
 
     def entry_names(self, raw: Any, batch: int = _BATCH) -> Iterator[list[str]]:
-        """The name of every entry the index holds, in batches (as it is: no sync)."""
-        self._open().reload()  # as it is on disk now, whoever wrote it
-        yield from self.searcher(raw, sync=False).every_name(batch)
+        """The name of every entry the index holds, in batches (as it is: no sync); a
+        StoreError saying so when its files cannot be read."""
+        try:
+            self._open().reload()  # as it is on disk now, whoever wrote it
+            yield from self.searcher(raw, sync=False).every_name(batch)
+        except Damaged as exc:
+            raise StoreError(
+                f"the search index at {self.folder} is damaged: {exc}",
+                hint="run `dk-mirror index rebuild` (a search rebuilds it too)",
+            ) from None
 
     # -- writing ------------------------------------------------------------------------
 
@@ -305,23 +333,70 @@ class TextIndex:
         """Apply the store's changes the index does not hold yet, reading the store through
         `raw` (its snapshot decides what is applied); returns how many pages were indexed.
         Does nothing when another thread or process has been indexing for `wait` seconds."""
+        return self._sync(raw, wait=wait) or 0
+
+    def _plan(self, raw: Any, head: int) -> tuple[str, str]:
+        """What the index needs to reflect the store as `raw` sees it (`head`: the last change
+        id it sees), and why a rebuild when it is one. Costs a read of state.json and of one
+        row of the change log: every search asks."""
+        if self._broken is not None:
+            return REBUILD, f"damaged ({self._broken})"
+        if self.folder is None:
+            since, last, pending = self._memory_seq, None, False
+        else:
+            found = self._recorded()
+            if found is None:
+                return REBUILD, "missing, or made by another version"
+            since, last, pending = int(found["seq"]), found.get("last"), bool(found.get("pending"))
+            if pending and not self._pending().exists():
+                return REBUILD, "left by a write that did not finish"
+        if since is None:
+            return REBUILD, "missing"
+        if since > head:
+            # Newer than this snapshot: another reader synced from a later one (its results
+            # still go through this snapshot's store), unless the store as committed now is
+            # behind it too: a store copied back from an older file, or another store's index.
+            latest = latest_seq(raw) if self.folder is not None else None
+            if latest is not None and latest < since:
+                return REBUILD, "ahead of its store (another store's, or the store is older)"
+            return (BEHIND if pending else CURRENT), ""
+        logged = name_at(raw, since) if self.folder is not None else None
+        if last is not None and logged is not None and logged != last:
+            # The store logged another page at that id: a store copied back from an older file
+            # has written other changes under the same ids (or it is another store).
+            return REBUILD, "of another store, or of the store before it was copied back"
+        if since == head:
+            return (BEHIND if pending else CURRENT), ""
+        first = raw.execute(_FIRST_CHANGE).fetchone()[0]
+        if (first or head + 1) > since + 1:
+            return REBUILD, "behind changes the store no longer logs"
+        return BEHIND, ""
+
+    def _sync(self, raw: Any, *, wait: float | None = None, rebuild: bool = True) -> int | None:
+        """`sync`; None when the index must be rebuilt and is not (`rebuild` False, or another
+        thread or process held the index for `wait` seconds): it cannot be searched."""
         head = store_seq(raw)
-        seq = self.state()
-        # Newer than this snapshot: another reader synced from a later one (its results still
-        # go through this snapshot's store).
-        if seq is not None and seq >= head:
+        plan, _why = self._plan(raw, head)
+        if plan == CURRENT:
             return 0
+        if plan == REBUILD and not rebuild:
+            return None
         with self.locked(wait=wait) as held:
             if not held:
+                return None if plan == REBUILD else 0
+            plan, why = self._plan(raw, head)  # another may have done it meanwhile
+            if plan == CURRENT:
                 return 0
+            if plan == REBUILD:
+                if not rebuild:
+                    return None
+                if self._broken is None and self.state() is not None:  # damage: said already
+                    log.warning("search index at %s is %s: rebuilding it", self.folder, why)
+                return self._rebuild(raw, head)
             seq = self.state()
-            if seq is not None and seq >= head:
-                return 0
-            first = raw.execute(_FIRST_CHANGE).fetchone()[0]
             repair = self._interrupted() if seq is None else None
             since = seq if seq is not None else repair
-            if since is None or (first or head + 1) > since + 1 or self._diverged(raw, since):
-                return self._rebuild(raw, head)
+            assert since is not None
             # Parts committed before the state is saved are applied again after a crash: each
             # change is idempotent (the page's entry removed, its current one added).
             with self._committing() as writer:
@@ -360,6 +435,8 @@ class TextIndex:
         self._save_state(head, name_at(raw, head))
         if self.folder is not None:
             self._pending().clear()
+        self._broken = None
+        self.generation += 1
         return count
 
     def _writer(self) -> ShardWriter:
@@ -388,10 +465,17 @@ class TextIndex:
         ends without an error (the store committed), the session commits too."""
         with self.locked():
             catch_up()
+            try:
+                writer = self._writer()
+            except Damaged as exc:
+                self.repair_damage(exc, self.generation)
+                catch_up()  # rebuilds it
+                writer = self._writer()
             seq = self.state()
             if seq is None:
+                writer.rollback()
+                _release(writer)
                 raise RuntimeError("the search index could not be brought up to date")
-            writer = self._writer()
             if self.folder is not None:
                 self._pending().clear()  # of a write the sync above repaired, or finished
             session = Session(self, writer, seq)

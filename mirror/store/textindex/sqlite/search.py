@@ -22,12 +22,13 @@ from typing import Any, Protocol
 
 import tantivy
 
+from ....errors import StoreError
 from ....search import lexical, translations
 from ...db.compression import inflate
 from ..ranking import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit, grouped
 from .entries import FIELDS
 from .index import TextIndex
-from .shards import ShardSearcher
+from .shards import Damaged, ShardSearcher
 
 # Score weight per field (title, description, heading lines, body, side column). Tantivy
 # scores each field's BM25 with its own length norm, so a title match already weighs more than
@@ -238,6 +239,29 @@ def rank_documents(
     terms = lexical.query_terms(query)
     if not terms or limit <= 0:
         return []
+    generation = index.generation
+    try:
+        return _rank(raw, index, terms, limit, where)
+    except Damaged as exc:
+        # Unreadable files (a garbled meta.json, a truncated segment): rebuilt from the store,
+        # then the same search again (an empty answer would look real to a script or agent).
+        index.repair_damage(exc, generation)
+    try:
+        return _rank(raw, index, terms, limit, where)
+    except Damaged as exc:
+        raise StoreError(
+            f"the search index at {index.folder} cannot be read even rebuilt: {exc}",
+            hint="check the disk it is on; `dk-mirror index rebuild` makes it again",
+        ) from None
+
+
+def _rank(
+    raw: Any,
+    index: TextIndex,
+    terms: list[lexical.Term],
+    limit: int,
+    where: Filtered | None,
+) -> list[DocumentHit]:
     searcher = index.searcher(raw)
     if searcher.num_docs == 0:
         return []

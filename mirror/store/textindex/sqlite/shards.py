@@ -20,14 +20,16 @@ tantivy committed and the state not saved: the changes are applied again (text_i
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import heapq
 import os
 import shutil
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import wraps
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 import tantivy
 
@@ -85,6 +87,30 @@ def commit_key(folder: Path) -> tuple[tuple[int, int, int], ...] | None:
     return tuple(key)
 
 
+class Damaged(Exception):
+    """Tantivy could not read an index's files (a garbled meta.json, a truncated segment): the
+    folder must be rebuilt from the store (index.TextIndex repairs it)."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def reading(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`method`, with tantivy's failures to read its files raised as Damaged. Tantivy raises
+    ValueError for every error; the queries are built from typed objects (search.py), so what
+    fails while reading an index that opened is its files."""
+
+    @wraps(method)
+    def read(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except ValueError as exc:
+            raise Damaged(str(exc)) from exc
+
+    return read
+
+
 class Hit(NamedTuple):
     shard: int
     address: Any  # tantivy.DocAddress in that shard
@@ -97,21 +123,58 @@ class ShardedIndex:
     def __init__(self, shards: Sequence[tantivy.Index], folder: Path | None = None) -> None:
         self.shards = list(shards)
         self.folder = folder
+        self._files = self._mapped()
 
+    @reading
     def reload(self) -> None:
         for shard in self.shards:
             shard.reload()
+        self._files = self._mapped()
+
+    def _mapped(self) -> list[tuple[str, int, int]]:
+        """(path, inode, size) of each segment file the shards may have mapped in memory."""
+        if self.folder is None:
+            return []
+        files = []
+        for folder in shard_folders(self.folder):
+            with contextlib.suppress(FileNotFoundError), os.scandir(folder) as entries:
+                for entry in entries:
+                    # Segment files only: not meta.json, .managed.json or tantivy's lock files.
+                    if not entry.name.startswith(".") and not entry.name.endswith(".json"):
+                        with contextlib.suppress(FileNotFoundError):
+                            found = entry.stat()
+                            files.append((entry.path, found.st_ino, found.st_size))
+        return files
+
+    def _check_mapped(self) -> None:
+        """Damaged when a segment file the shards mapped was cut short in place. Tantivy reads
+        its segments through memory maps: a read past the new end of a truncated file would
+        kill the process (SIGBUS), so a search looks first (a stat per file, some microseconds).
+        A file gone or replaced is fine: the map keeps the old one (tantivy deletes the
+        segments a merge replaced)."""
+        for path, inode, size in self._files:
+            try:
+                found = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if found.st_ino == inode and found.st_size < size:
+                raise Damaged(
+                    f"{os.path.basename(path)} was cut short ({found.st_size} of {size} bytes)"
+                )
 
     def writer(self, heap: int, threads: int) -> ShardWriter:
         """A writer for the shards, with `heap` bytes and `threads` threads for indexing."""
         return ShardWriter(self.shards, self.held(), heap, threads, self.folder)
 
+    @reading
     def held(self) -> list[int]:
         """Pages in each shard, as committed (whoever wrote last)."""
         self.reload()
         return [shard.searcher().num_docs for shard in self.shards]
 
+    @reading
     def searcher(self) -> ShardSearcher:
+        self._check_mapped()
         return ShardSearcher([shard.searcher() for shard in self.shards])
 
 
@@ -198,6 +261,7 @@ class ShardSearcher:
     def num_docs(self) -> int:
         return sum(s.num_docs for s in self._searchers)
 
+    @reading
     def search(self, query: tantivy.Query, limit: int) -> list[tuple[float, Hit]]:
         """The best `limit` hits of every shard, best first (ties: shard by shard)."""
 
@@ -214,9 +278,11 @@ class ShardSearcher:
         merged = heapq.merge(*results, key=lambda hit: -hit[0])
         return list(merged)[:limit]
 
+    @reading
     def doc(self, hit: Hit) -> tantivy.Document:
         return self._searchers[hit.shard].doc(hit.address)
 
+    @reading
     def names(self, hits: Sequence[tuple[float, Hit]]) -> list[str]:
         """The resource names of hits, in order."""
         return [self.doc(hit)["name"][0] for _, hit in hits]
@@ -228,14 +294,19 @@ class ShardSearcher:
             # Each search with an offset walks the pages before it again: by pages of _WALK,
             # `index check` at a million pages takes 12.6 s (by 500, 88 s).
             for offset in range(0, searcher.num_docs, _WALK):
-                hits = searcher.search(everything, _WALK, count=False, offset=offset).hits
-                for start in range(0, len(hits), batch):
-                    part = hits[start : start + batch]
-                    yield [searcher.doc(address)["name"][0] for _, address in part]
+                try:
+                    hits = searcher.search(everything, _WALK, count=False, offset=offset).hits
+                    names = [searcher.doc(address)["name"][0] for _, address in hits]
+                except ValueError as exc:  # a generator: `reading` cannot wrap it
+                    raise Damaged(str(exc)) from exc
+                for start in range(0, len(names), batch):
+                    yield names[start : start + batch]
 
+    @reading
     def doc_freq(self, field: str, term: str) -> int:
         return sum(s.doc_freq(field, term) for s in self._searchers)
 
+    @reading
     def terms_with_prefix(self, field: str, prefix: str, limit: int) -> list[tuple[str, int]]:
         """Terms of `field` starting with `prefix`, with how many pages hold each (at most
         `limit` terms from each shard)."""
