@@ -11,6 +11,7 @@
     │   └── OutputError            files.py: a file asked for that cannot be written (a full
     │                              disk, a read-only folder)
     ├── ConfigError                missing API key, bad URL, unusable settings (exit 1)
+    │   ├── MissingApiKey          upstream/factory.py: Google's API and no key to call it
     │   └── NetworkForbidden       strict offline mode and something tried to go online
     ├── NotCached                  offline and not in the store (exit 4); `.names`
     │   └── NotServed              serve/calls.py: a miss a read-only server may not fetch
@@ -87,6 +88,10 @@ class InvalidName(InvalidInput):
 
 class ConfigError(MirrorError):
     """Settings that make the request impossible (no key, bad URL, ...)."""
+
+
+class MissingApiKey(ConfigError):
+    """No API key for an upstream that needs one (searches and answers then go local)."""
 
 
 class NetworkForbidden(ConfigError):

@@ -161,3 +161,29 @@ def test_the_team_section_copies_a_store_into_postgresql(pg_url: str, tmp_path: 
     )
     assert run.returncode == 0, run.stderr
     assert "copied 50 documents" in run.stdout and "snapshot root sha256:" in run.stdout
+
+
+def test_the_search_and_answer_examples_answer_from_a_full_store_with_no_key(tmp_path: Path):
+    """Each `dk-mirror search` / `answer` line of the README, run as written on a store holding
+    the sample, with no API key: the README says they fall back to the local index."""
+    block = _sh_blocks(_section("Commands"))[0]
+    lines = [
+        line.split("  #")[0].strip()
+        for line in block.splitlines()
+        if line.startswith(("dk-mirror search ", "dk-mirror answer "))
+    ]
+    assert len(lines) >= 4
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    env.update(DK_MIRROR_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT))
+    made = subprocess.run(
+        [sys.executable, "-m", "mirror", "import", "--sample"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    script = f'dk-mirror() {{ {sys.executable} -m mirror "$@"; }}\n'
+    for line in lines:
+        run = subprocess.run(
+            ["bash", "-c", script + line], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert run.returncode == 0, (line, run.stderr)
+        assert run.stdout.strip(), line
