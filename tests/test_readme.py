@@ -187,3 +187,18 @@ def test_the_search_and_answer_examples_answer_from_a_full_store_with_no_key(tmp
         )
         assert run.returncode == 0, (line, run.stderr)
         assert run.stdout.strip(), line
+
+
+def test_the_stdio_client_configuration_names_the_store():
+    """A client starts `serve --stdio` in an environment of its own: the README's
+    configuration names the store with --db, and its args are options the command has."""
+    import json
+
+    (block,) = re.findall(r"```json\n(.*?)```", _section("Serving: MCP, REST and a browser"), re.S)
+    server = json.loads(block)["mcpServers"]["dk-mirror"]
+    assert server["command"] == "dk-mirror"
+    args = server["args"]
+    assert args[:2] == ["serve", "--stdio"] and args[args.index("--db") + 1].endswith(".sqlite3")
+    command, rest = _resolve(args)
+    known = {opt for p in command.params for opt in getattr(p, "opts", [])}
+    assert all(word in known for word in rest if word.startswith("--"))
