@@ -151,6 +151,8 @@ def test_import_keeps_newer_stored_copies_and_reports_them(run, tmp_path: Path):
     assert "kept 2 newer stored copies" in text.stderr and f"kept newer: {TF}" in text.stderr
     forced = json.loads(run("import", str(records), "--overwrite", "--json").stdout)
     assert forced == {**forced, "imported": 3, "skipped": []}
+    # The fetched copies were replaced by other content; the new page is the same as before.
+    assert (forced["new"], forced["changed"], forced["unchanged"]) == (0, 2, 1)
     assert run("--offline", "get", TF).stdout.startswith("# old copy")
 
 
@@ -158,6 +160,15 @@ def test_import_sample_json(run):
     result = run("import", "--sample", "--json")
     assert result.exit_code == 0
     assert json.loads(result.stdout)["imported"] == 50
+
+
+def test_an_import_says_how_many_pages_were_new_changed_or_unchanged(run):
+    first = json.loads(run("import", "--sample", "--json").stdout)
+    assert (first["new"], first["changed"], first["unchanged"]) == (50, 0, 0)
+    # Again on the same store: nothing new, and the text says so rather than "imported 50".
+    again = run("import", "--sample")
+    assert again.exit_code == 0
+    assert "imported 50 documents (0 new, 0 changed, 50 unchanged)" in again.stderr
 
 
 def test_metadata_only_rows_are_marked_and_counted_apart(run, make_mirror):
