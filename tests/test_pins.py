@@ -157,6 +157,33 @@ def test_base_plus_delta_equals_full_export_and_wrong_base_is_refused(tmp_path: 
     assert _contents(wrong) == before
 
 
+def test_a_delta_without_a_selection_takes_its_bases(tmp_path: Path):
+    """`snapshot export docs.snap --prefix P` then `export --since docs.snap` (no --prefix):
+    the delta holds what changed under P, not every other document of the store."""
+    docs = _docs()
+    hub = "documents/www.tensorflow.org/hub/"
+    under = [d for d in docs if d.name.startswith(hub)]
+    mirror = _store(tmp_path, "m", [])
+    seed(mirror, docs, fetched_at=1.0)  # in one write: the order does not matter here
+    base = tmp_path / "docs.snap"
+    assert mirror.export_snapshot(base, prefix="www.tensorflow.org/hub/").count == len(under)
+    assert 0 < len(under) < len(docs)
+    unchanged = mirror.export_snapshot(tmp_path / "same.snap", since=base)
+    assert unchanged.count == 0
+    changed = Document.from_api({**under[0].to_api(), "content": "# new\n"}).with_derived_fields()
+    outside = Document.from_api({**docs[-1].to_api(), "content": "# new\n"}).with_derived_fields()
+    assert not outside.name.startswith(hub)
+    apply_changes(mirror, [changed, outside], [under[1].name])
+    delta = mirror.export_snapshot(tmp_path / "delta.snap", since=base)
+    assert delta.count == 2 and delta.selection == {"prefix": hub}
+    # A base made from a names file: the delta covers the same documents (one now removed).
+    names = [d.name for d in under[2:6]]
+    listed = mirror.export_snapshot(tmp_path / "listed.snap", names=names)
+    apply_changes(mirror, [], [names[0]])
+    assert mirror.export_snapshot(tmp_path / "d2.snap", since=tmp_path / "listed.snap").count == 1
+    assert listed.count == 4
+
+
 def test_diff_lists_added_removed_changed(tmp_path: Path):
     docs = _docs(10)
     mirror = _store(tmp_path, "m", docs[:8])

@@ -112,8 +112,30 @@ def export(
     lock: Path | None = None,
     since: Path | None = None,
 ) -> snapshot.Manifest:
-    """Write a full (or, with `since`, delta) snapshot of the selected documents."""
+    """Write a full (or, with `since`, delta) snapshot of the selected documents.
+
+    A delta given no selection of its own takes its base's (prefix, data source, or the
+    base's documents when it was made from names or a lock): the delta of `docs.snap
+    --prefix X` is then what changed under X, not every other document of the store."""
     store = ctx.store
+    limit = ctx.settings.max_document_bytes
+    base: snapshot.Manifest | None = None
+    inherited = False
+    if since is not None:
+        base = snapshot_read.checked(since, max_document_bytes=limit)
+        if base.kind != "full":
+            raise snapshot.SnapshotError(
+                f"{since} is a delta; a delta is made against a full snapshot",
+                hint="pass the full snapshot the deltas start from",
+            )
+        if prefix is None and data_source is None and names is None and lock is None:
+            chosen = base.selection
+            prefix, data_source = chosen.get("prefix"), chosen.get("dataSource")
+            if "names" in chosen:
+                # A base document gone from the store is a tombstone here, not an error.
+                listed = snapshot_read.entries(since, base, max_document_bytes=limit)
+                names = [e.name for e in listed]
+                inherited = True
     pinned: dict[str, Document] = {}
     if lock is not None:
         entries = lockfile.read_lock_file(lock)
@@ -133,7 +155,7 @@ def export(
                 names=[m.name for m in wrong],
                 hint="run `dk-mirror sync --locked` first",
             )
-    if names is not None:
+    if names is not None and not inherited:
         present = {d.name for d in store.iter_documents(names=names)}
         missing = sorted(set(names) - present)
         if missing:
@@ -147,15 +169,8 @@ def export(
     if pinned:
         docs = (pinned.get(d.name, d) for d in docs)
     selection = _selection(prefix, data_source, names)
-    if since is None:
+    if since is None or base is None:
         return snapshot.write_full(out, docs, selection)
-    limit = ctx.settings.max_document_bytes
-    base = snapshot_read.checked(since, max_document_bytes=limit)
-    if base.kind != "full":
-        raise snapshot.SnapshotError(
-            f"{since} is a delta; a delta is made against a full snapshot",
-            hint="pass the full snapshot the deltas start from",
-        )
     # The base's entries stream beside the store's documents (both by name): bounded memory.
     listed = snapshot_read.entries(since, base, max_document_bytes=limit)
     base_entries = ((e.name, str(e.content), str(e.metadata)) for e in listed)
