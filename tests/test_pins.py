@@ -8,6 +8,7 @@ import json
 import os
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -350,3 +351,44 @@ def test_reimporting_an_applied_delta_is_a_no_op(tmp_path: Path):
     as_json = CliRunner().invoke(cli, ["snapshot", "import", str(delta), "--json"], env=env)
     assert json.loads(as_json.stdout)["alreadyApplied"] is True
     assert _contents(replica) == before
+
+
+def test_sync_offline_with_nothing_to_sync_from_is_one_error_with_a_hint(
+    tmp_path: Path, monkeypatch
+):  # type: ignore[no-untyped-def]
+    mirror = _store(tmp_path, "m", [])
+    seed(mirror, _docs(13), fetched_at=1.0)
+    lock = tmp_path / "dk-mirror.lock"
+    from mirror.snapshots import lockfile
+
+    lock.write_text(lockfile.write_lock([lockfile.LockEntry.from_document(d) for d in _docs(13)]))
+    monkeypatch.setenv("DK_MIRROR_DB", str(tmp_path / "fresh.sqlite3"))
+    result = CliRunner().invoke(cli, ["sync", "--locked", "--lock", str(lock), "--strict-offline"])
+    assert result.exit_code == 4, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "13 document(s) not in the local store" in errors[0], errors
+    assert "hint:" in result.stderr and "--from docs.snap" in result.stderr
+
+
+def test_a_tampered_lock_says_the_snapshot_holds_other_bytes(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    from mirror.snapshots import lockfile
+
+    docs = _docs(3)
+    mirror = _store(tmp_path, "m", [])
+    seed(mirror, docs, fetched_at=1.0)
+    snap = tmp_path / "docs.snap"
+    mirror.export_snapshot(snap)
+    entries = [lockfile.LockEntry.from_document(d) for d in docs]
+    tampered = replace(entries[1], sha256="sha256:" + "0" * 64)
+    lock = tmp_path / "dk-mirror.lock"
+    lock.write_text(lockfile.write_lock([entries[0], tampered, entries[2]]))
+    monkeypatch.setenv("DK_MIRROR_DB", str(tmp_path / "fresh.sqlite3"))
+    args = ["sync", "--locked", "--lock", str(lock), "--from", str(snap), "--strict-offline"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert "not in the store (the lock pins" not in result.stderr
+    assert f"{docs[1].name}: not in the store, and snapshot docs.snap has content " in (
+        result.stderr
+    )
+    assert f"{entries[1].sha256}; the lock pins {tampered.sha256}" in result.stderr
+    assert "1 of 3 locked documents differ; nothing was written" in result.stderr

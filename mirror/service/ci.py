@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import limits
 from .. import names as naming
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotCached
 from ..files import atomic_file, make_folder, write_atomic
 from ..models import Document, View, data_source_of, rfc3339
 from ..snapshots import format as snapshot
@@ -348,26 +348,53 @@ def sync_locked(ctx: Context, lock_path: Path, *, source: Path | None) -> SyncRe
     report = SyncReport(locked=len(entries), already=len(entries) - len(todo))
     # The store's own history first: a lock pinning an older version restores it offline.
     candidates = _from_history(ctx, [wanted[n] for n in sorted(todo)])
+    found_in: dict[str, str] = {}  # where a document not in the store was found
     if todo - candidates.keys() and source is not None:
         snap = read_snapshot(source)
-        candidates.update(
-            (d.name, d) for d in snap.documents if d.name in todo and d.name not in candidates
-        )
+        for doc in snap.documents:
+            if doc.name in todo and doc.name not in candidates:
+                candidates[doc.name] = doc
+                found_in[doc.name] = f"snapshot {source.name}"
     remaining = sorted(todo - candidates.keys())
+    if remaining and ctx.settings.offline and source is None and not have.keys() & remaining:
+        # A store without them and nothing to take them from (a fresh CI store, say): one
+        # error saying what to give, not one per document.
+        raise NotCached(
+            remaining,
+            hint="give the snapshot made with the lock: `dk-mirror sync --locked --from "
+            "docs.snap` (it works with --strict-offline), or go online to fetch them",
+        )
     if remaining and not ctx.settings.offline:
         from ..upstream.batching import iter_fetch
 
         for outcome in iter_fetch(ctx.upstream(), remaining):
             candidates.update((d.name, d.with_derived_fields()) for d in outcome.documents)
+        found_in.update((name, "upstream") for name in remaining)
+    for name in list(found_in):
+        if name not in candidates or have.get(name) is not None:
+            del found_in[name]  # a mismatch then names the store's copy, as before
     good = [d for n, d in sorted(candidates.items()) if _matches(d, wanted[n])]
     have.update({d.name: lockfile.LockEntry.from_document(d).sha256 for d in good})
-    report.mismatches = lockfile.check_locked(entries, have)
+    report.mismatches = [
+        _found_elsewhere(m, candidates, found_in) for m in lockfile.check_locked(entries, have)
+    ]
     if report.mismatches:
         # Nothing is written unless every locked document can be made exact.
         return report
     ctx.store.apply_stream(good, fetched_at=ctx.clock(), upstream="sync --locked")
     report.written = len(good)
     return report
+
+
+def _found_elsewhere(
+    mismatch: lockfile.Mismatch, candidates: dict[str, Document], found_in: dict[str, str]
+) -> lockfile.Mismatch:
+    """A document the store lacks but a snapshot or upstream holds with other bytes: say so,
+    rather than "not in the store" (a lock or snapshot edited by hand, or from another run)."""
+    if mismatch.reason != "missing" or mismatch.name not in found_in:
+        return mismatch
+    actual = lockfile.LockEntry.from_document(candidates[mismatch.name]).sha256
+    return replace(mismatch, reason="differs", actual=actual, found_in=found_in[mismatch.name])
 
 
 def _from_history(ctx: Context, entries: Sequence[lockfile.LockEntry]) -> dict[str, Document]:
