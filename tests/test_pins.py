@@ -392,3 +392,14 @@ def test_a_tampered_lock_says_the_snapshot_holds_other_bytes(tmp_path: Path, mon
     )
     assert f"{entries[1].sha256}; the lock pins {tampered.sha256}" in result.stderr
     assert "1 of 3 locked documents differ; nothing was written" in result.stderr
+
+
+def test_lock_without_a_toml_says_what_is_missing(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    for args in (["lock"], ["lock", "--check"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2
+        error = result.stderr.strip().splitlines()[-1]
+        assert error.startswith("Error: dk-mirror.toml was not found: `dk-mirror lock` reads")
+        assert "[docs]" in error and "Invalid value for '--requirements'" not in result.stderr
+    assert not (tmp_path / "dk-mirror.lock").exists()
