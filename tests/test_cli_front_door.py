@@ -248,3 +248,19 @@ def test_status_on_an_empty_store_says_nothing_was_fetched(run):
     assert result.exit_code == 0
     assert "nothing fetched yet" in result.stdout and "never" not in result.stdout
     assert "documents: 0 documents\n" in result.stdout
+
+
+def test_a_folder_as_the_store_gets_one_message_from_reads_and_writes(run, tmp_path: Path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    reads = (["status"], ["--offline", "get", TF], ["ls"])
+    writes = (["import", "--sample"], ["fetch", TF], ["db", "upgrade"], ["get", TF])
+    for args in (*reads, *writes):
+        result = run("--db", str(folder), *args)
+        assert result.exit_code == 1, (args, result.stderr)
+        assert result.stderr.startswith(f"error: {folder} is a folder, not a store\n"), (
+            args,
+            result.stderr,
+        )
+        assert "unable to open database file" not in result.stderr
+    assert list(folder.iterdir()) == []
