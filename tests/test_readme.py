@@ -30,10 +30,30 @@ def _sh_blocks(text: str) -> list[str]:
 
 def test_two_commands_and_ci_agree():
     run_block, test_block = (b.strip() for b in _sh_blocks(_section("Two commands")))
-    assert run_block == "python3 -m pip install -e . && dk-mirror demo"
+    assert run_block == (
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/dk-mirror demo"
+    )
     assert test_block == "bash .ci/check"
     ci = (ROOT / ".ci" / "run").read_text()
     assert ci.strip().splitlines()[-1] == f"exec {test_block}"
+
+
+def test_the_run_command_installs_into_a_virtualenv_it_makes():
+    """Debian's and Ubuntu's Python refuse a system-wide `pip install`
+    (externally-managed-environment): the first command makes a venv and every later step
+    runs that venv's pip and dk-mirror, never whatever is first on PATH."""
+    run_block = _sh_blocks(_section("Two commands"))[0].strip()
+    steps = [shlex.split(step) for step in run_block.split("&&")]
+    made = steps[0]
+    assert made[:3] == ["python3", "-m", "venv"] and len(made) == 4
+    bin_dir = made[3].rstrip("/") + "/bin/"
+    for step in steps[1:]:
+        assert step[0].startswith(bin_dir), f"{step[0]} is not the venv's own"
+    assert [Path(s[0]).name for s in steps[1:]] == ["pip", "dk-mirror"]
+    assert steps[1][1:] == ["install", "-e", "."] and steps[2][1:] == ["demo"]
+    # The folder it makes is one git ignores, so a clone stays clean.
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert made[3].rstrip("/") + "/" in ignored
 
 
 def test_the_run_command_works_with_no_key_and_no_network(tmp_path: Path):
