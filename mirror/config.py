@@ -226,7 +226,11 @@ class Settings:
         else:
             home = Path(env[ENV_HOME]).expanduser() if env.get(ENV_HOME) else default_home()
             db_url = "sqlite:///" + str((home / DB_FILE).resolve())
-        base = (upstream or env.get(ENV_UPSTREAM) or GOOGLE_UPSTREAM).rstrip("/")
+        # The API's URLs are pasted with their version (`.../v1/documents/...`); dk-mirror adds
+        # `/v1` itself, so a base ending in it would ask for `/v1/v1/...`, a route no server has.
+        base = re.sub(
+            r"/v1$", "", (upstream or env.get(ENV_UPSTREAM) or GOOGLE_UPSTREAM).rstrip("/")
+        )
         if not re.match(r"^https?://[^/\s]+", base):
             raise ConfigError(
                 f"upstream {base!r} is not an http(s) URL",

@@ -11,6 +11,9 @@
     │   └── OutputError            files.py: a file asked for that cannot be written (a full
     │                              disk, a read-only folder)
     ├── ConfigError                missing API key, bad URL, unusable settings (exit 1)
+    │   ├── MissingApiKey          upstream/factory.py: Google's API and no key to call it
+    │   ├── WrongUpstream          upstream/http_errors.py: a 404 for a route, not a document:
+    │   │                          the upstream URL looks wrong (never "missing" names)
     │   └── NetworkForbidden       strict offline mode and something tried to go online
     ├── NotCached                  offline and not in the store (exit 4); `.names`
     │   └── NotServed              serve/calls.py: a miss a read-only server may not fetch
@@ -91,6 +94,15 @@ class InvalidName(InvalidInput):
 
 class ConfigError(MirrorError):
     """Settings that make the request impossible (no key, bad URL, ...)."""
+
+
+class MissingApiKey(ConfigError):
+    """No API key for an upstream that needs one (searches and answers then go local)."""
+
+
+class WrongUpstream(ConfigError):
+    """Upstream has no such route (a 404 that is not the API's answer for a missing document):
+    the base URL is wrong, so every call would fail and no name may be taken as missing."""
 
 
 class NetworkForbidden(ConfigError):

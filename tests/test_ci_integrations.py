@@ -289,31 +289,69 @@ def test_the_runners_python_sees_the_packages_the_tests_run_with(tmp_path: Path)
     assert set(site.getsitepackages()) <= set(json.loads(done.stdout))
 
 
-@pytest.mark.slow
-def test_gitlab_job_script_syncs_strictly_offline(
-    tmp_path: Path, pinned: PinnedRepo, action_checkout: Path
-) -> None:
-    """The hidden job's before_script, inputs filled in as GitLab does, run with sh."""
+def _gitlab_project(action_checkout: Path, server: Path, project: str, ref: str) -> None:
+    """dk-mirror's shipped files committed at `ref` in a git repository where GitLab would
+    serve `project` from, with `server` standing for CI_SERVER_URL (a file: URL here)."""
+    repo = server / f"{project}.git"
+    shutil.copytree(action_checkout, repo, ignore=shutil.ignore_patterns("*.egg-info", "build"))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q", "-b", ref], ["add", "-A"], ["commit", "-q", "-m", "release"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+
+
+def _gitlab_before_script(inputs: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """The hidden job with `inputs` filled in as GitLab does (defaults for the rest)."""
     text = GITLAB.read_text(encoding="utf-8")
     header, _ = yaml.safe_load_all(text)
     values = {k: str(v.get("default", "")).lower() if v.get("type") == "boolean"
               else str(v.get("default", "")) for k, v in header["spec"]["inputs"].items()}  # fmt: skip
-    values["install"] = str(action_checkout)  # no registry in tests
+    values.update(inputs)
     filled = re.sub(r"\$\[\[\s*inputs\.([\w-]+)\s*\]\]", lambda m: values[m[1]], text)
     docs = list(yaml.safe_load_all(filled))[1][".dk-mirror-docs"]
+    return docs, "set -e\n" + "\n".join(docs["before_script"])
+
+
+@pytest.mark.slow
+def test_gitlab_job_installs_dk_mirror_from_its_own_project_and_syncs_strictly_offline(
+    tmp_path: Path, pinned: PinnedRepo, action_checkout: Path
+) -> None:
+    """The hidden job's before_script, inputs filled in as GitLab does, run with sh. Its
+    install step, left at its default, builds dk-mirror from the project and ref the file is
+    included from (the package index has none), as the Action installs its own checkout."""
+    server = tmp_path / "gitlab"
+    _gitlab_project(action_checkout, server, "tools/dk-mirror", "v9")
+    inputs = {"dk-mirror-project": "tools/dk-mirror", "dk-mirror-ref": "v9"}
+    docs, script = _gitlab_before_script(inputs)
+    assert docs["variables"]["DK_MIRROR_INSTALL"] == ""  # the default: its own source
     ws = _checkout(pinned, tmp_path / "project", snapshot=True)
     venv_dir = tmp_path / "image"
     python_like_this_one(venv_dir)  # the image's Python, with dk-mirror's dependencies
-    env = {**_runner_env(tmp_path), "CI_PROJECT_DIR": str(ws)}
+    env = {**_runner_env(tmp_path), "CI_PROJECT_DIR": str(ws), "CI_SERVER_URL": server.as_uri()}
     env["PATH"] = f"{venv_dir / 'bin'}{os.pathsep}{env['PATH']}"
     env.update({k: v.replace("$CI_PROJECT_DIR", str(ws)) for k, v in docs["variables"].items()})
-    script = "set -e\n" + "\n".join([*docs["before_script"], f"dk-mirror get {A11Y} > a11y.md"])
+    script += f"\ndk-mirror get {A11Y} > a11y.md\ncommand -v dk-mirror\n"
     done = subprocess.run(["sh", "-c", script], cwd=ws, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr
+    # The job's own dk-mirror, built from the git project, ran the sync.
+    assert done.stdout.strip().endswith(str(venv_dir / "bin" / "dk-mirror"))
     assert f"{len(LOCKED)} locked: 0 already exact, {len(LOCKED)} written" in done.stderr
     assert (ws / "a11y.md").stat().st_size > 1000
     assert Path(env["DK_MIRROR_DB"]).is_file()
+
+    # Neither `install` nor the project and ref: one error saying which inputs to set.
+    docs, script = _gitlab_before_script({})
+    env.update({k: v.replace("$CI_PROJECT_DIR", str(ws)) for k, v in docs["variables"].items()})
+    missing = subprocess.run(["sh", "-c", script], cwd=ws, env=env, capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+    assert missing.returncode == 1
+    assert "set the inputs dk-mirror-project and dk-mirror-ref" in missing.stderr
+
+
+def test_the_template_and_the_action_install_the_same_way_by_default() -> None:
+    header, _ = yaml.safe_load_all(GITLAB.read_text(encoding="utf-8"))
+    gitlab, action = header["spec"]["inputs"], load(ACTION)["inputs"]
+    assert gitlab["install"]["default"] == action["install"]["default"] == ""
 
 
 @pytest.mark.slow

@@ -139,3 +139,21 @@ def test_mcp_transport_from_environment(run, emulator, monkeypatch):
     assert run("get", TF).exit_code == 0
     assert emulator.count(tool="get_documents") == 1
     assert emulator.count("/v1/") == 0
+
+
+def test_a_mistyped_command_gets_a_suggestion_even_before_it_is_loaded():
+    """In a fresh process no lazy command is loaded yet, and click suggested only from the
+    loaded ones: `serach` got no "did you mean"."""
+    import subprocess
+    import sys
+
+    for typed, meant in (("serach", "search"), ("snapshto", "snapshot"), ("imprt", "import")):
+        result = subprocess.run(
+            [sys.executable, "-m", "mirror", typed, "x"], capture_output=True, text=True
+        )
+        assert result.returncode == 2
+        assert f"No such command '{typed}'. Did you mean '{meant}'?" in result.stderr
+    nothing = subprocess.run(
+        [sys.executable, "-m", "mirror", "zzz"], capture_output=True, text=True
+    )
+    assert nothing.returncode == 2 and "Did you mean" not in nothing.stderr

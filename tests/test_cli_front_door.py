@@ -151,6 +151,8 @@ def test_import_keeps_newer_stored_copies_and_reports_them(run, tmp_path: Path):
     assert "kept 2 newer stored copies" in text.stderr and f"kept newer: {TF}" in text.stderr
     forced = json.loads(run("import", str(records), "--overwrite", "--json").stdout)
     assert forced == {**forced, "imported": 3, "skipped": []}
+    # The fetched copies were replaced by other content; the new page is the same as before.
+    assert (forced["new"], forced["changed"], forced["unchanged"]) == (0, 2, 1)
     assert run("--offline", "get", TF).stdout.startswith("# old copy")
 
 
@@ -158,6 +160,15 @@ def test_import_sample_json(run):
     result = run("import", "--sample", "--json")
     assert result.exit_code == 0
     assert json.loads(result.stdout)["imported"] == 50
+
+
+def test_an_import_says_how_many_pages_were_new_changed_or_unchanged(run):
+    first = json.loads(run("import", "--sample", "--json").stdout)
+    assert (first["new"], first["changed"], first["unchanged"]) == (50, 0, 0)
+    # Again on the same store: nothing new, and the text says so rather than "imported 50".
+    again = run("import", "--sample")
+    assert again.exit_code == 0
+    assert "imported 50 documents (0 new, 0 changed, 50 unchanged)" in again.stderr
 
 
 def test_metadata_only_rows_are_marked_and_counted_apart(run, make_mirror):
@@ -237,3 +248,19 @@ def test_status_on_an_empty_store_says_nothing_was_fetched(run):
     assert result.exit_code == 0
     assert "nothing fetched yet" in result.stdout and "never" not in result.stdout
     assert "documents: 0 documents\n" in result.stdout
+
+
+def test_a_folder_as_the_store_gets_one_message_from_reads_and_writes(run, tmp_path: Path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    reads = (["status"], ["--offline", "get", TF], ["ls"])
+    writes = (["import", "--sample"], ["fetch", TF], ["db", "upgrade"], ["get", TF])
+    for args in (*reads, *writes):
+        result = run("--db", str(folder), *args)
+        assert result.exit_code == 1, (args, result.stderr)
+        assert result.stderr.startswith(f"error: {folder} is a folder, not a store\n"), (
+            args,
+            result.stderr,
+        )
+        assert "unable to open database file" not in result.stderr
+    assert list(folder.iterdir()) == []

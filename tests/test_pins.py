@@ -8,6 +8,7 @@ import json
 import os
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,33 @@ def test_base_plus_delta_equals_full_export_and_wrong_base_is_refused(tmp_path: 
     with pytest.raises(SnapshotError, match="made against"):
         wrong.import_snapshot(delta)
     assert _contents(wrong) == before
+
+
+def test_a_delta_without_a_selection_takes_its_bases(tmp_path: Path):
+    """`snapshot export docs.snap --prefix P` then `export --since docs.snap` (no --prefix):
+    the delta holds what changed under P, not every other document of the store."""
+    docs = _docs()
+    hub = "documents/www.tensorflow.org/hub/"
+    under = [d for d in docs if d.name.startswith(hub)]
+    mirror = _store(tmp_path, "m", [])
+    seed(mirror, docs, fetched_at=1.0)  # in one write: the order does not matter here
+    base = tmp_path / "docs.snap"
+    assert mirror.export_snapshot(base, prefix="www.tensorflow.org/hub/").count == len(under)
+    assert 0 < len(under) < len(docs)
+    unchanged = mirror.export_snapshot(tmp_path / "same.snap", since=base)
+    assert unchanged.count == 0
+    changed = Document.from_api({**under[0].to_api(), "content": "# new\n"}).with_derived_fields()
+    outside = Document.from_api({**docs[-1].to_api(), "content": "# new\n"}).with_derived_fields()
+    assert not outside.name.startswith(hub)
+    apply_changes(mirror, [changed, outside], [under[1].name])
+    delta = mirror.export_snapshot(tmp_path / "delta.snap", since=base)
+    assert delta.count == 2 and delta.selection == {"prefix": hub}
+    # A base made from a names file: the delta covers the same documents (one now removed).
+    names = [d.name for d in under[2:6]]
+    listed = mirror.export_snapshot(tmp_path / "listed.snap", names=names)
+    apply_changes(mirror, [], [names[0]])
+    assert mirror.export_snapshot(tmp_path / "d2.snap", since=tmp_path / "listed.snap").count == 1
+    assert listed.count == 4
 
 
 def test_diff_lists_added_removed_changed(tmp_path: Path):
@@ -327,3 +355,55 @@ def test_reimporting_an_applied_delta_is_a_no_op(tmp_path: Path):
     as_json = CliRunner().invoke(cli, ["snapshot", "import", str(delta), "--json"], env=env)
     assert json.loads(as_json.stdout)["alreadyApplied"] is True
     assert _contents(replica) == before
+
+
+def test_sync_offline_with_nothing_to_sync_from_is_one_error_with_a_hint(
+    tmp_path: Path, monkeypatch
+):  # type: ignore[no-untyped-def]
+    mirror = _store(tmp_path, "m", [])
+    seed(mirror, _docs(13), fetched_at=1.0)
+    lock = tmp_path / "dk-mirror.lock"
+    from mirror.snapshots import lockfile
+
+    lock.write_text(lockfile.write_lock([lockfile.LockEntry.from_document(d) for d in _docs(13)]))
+    monkeypatch.setenv("DK_MIRROR_DB", str(tmp_path / "fresh.sqlite3"))
+    result = CliRunner().invoke(cli, ["sync", "--locked", "--lock", str(lock), "--strict-offline"])
+    assert result.exit_code == 4, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "13 document(s) not in the local store" in errors[0], errors
+    assert "hint:" in result.stderr and "--from docs.snap" in result.stderr
+
+
+def test_a_tampered_lock_says_the_snapshot_holds_other_bytes(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    from mirror.snapshots import lockfile
+
+    docs = _docs(3)
+    mirror = _store(tmp_path, "m", [])
+    seed(mirror, docs, fetched_at=1.0)
+    snap = tmp_path / "docs.snap"
+    mirror.export_snapshot(snap)
+    entries = [lockfile.LockEntry.from_document(d) for d in docs]
+    tampered = replace(entries[1], sha256="sha256:" + "0" * 64)
+    lock = tmp_path / "dk-mirror.lock"
+    lock.write_text(lockfile.write_lock([entries[0], tampered, entries[2]]))
+    monkeypatch.setenv("DK_MIRROR_DB", str(tmp_path / "fresh.sqlite3"))
+    args = ["sync", "--locked", "--lock", str(lock), "--from", str(snap), "--strict-offline"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert "not in the store (the lock pins" not in result.stderr
+    assert f"{docs[1].name}: not in the store, and snapshot docs.snap has content " in (
+        result.stderr
+    )
+    assert f"{entries[1].sha256}; the lock pins {tampered.sha256}" in result.stderr
+    assert "1 of 3 locked documents differ; nothing was written" in result.stderr
+
+
+def test_lock_without_a_toml_says_what_is_missing(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    for args in (["lock"], ["lock", "--check"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2
+        error = result.stderr.strip().splitlines()[-1]
+        assert error.startswith("Error: dk-mirror.toml was not found: `dk-mirror lock` reads")
+        assert "[docs]" in error and "Invalid value for '--requirements'" not in result.stderr
+    assert not (tmp_path / "dk-mirror.lock").exists()

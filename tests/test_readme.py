@@ -31,10 +31,30 @@ def _sh_blocks(text: str) -> list[str]:
 
 def test_two_commands_and_ci_agree():
     run_block, test_block = (b.strip() for b in _sh_blocks(_section("Two commands")))
-    assert run_block == "python3 -m pip install -e . && dk-mirror demo"
+    assert run_block == (
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/dk-mirror demo"
+    )
     assert test_block == "bash .ci/check"
     ci = (ROOT / ".ci" / "run").read_text()
     assert ci.strip().splitlines()[-1] == f"exec {test_block}"
+
+
+def test_the_run_command_installs_into_a_virtualenv_it_makes():
+    """Debian's and Ubuntu's Python refuse a system-wide `pip install`
+    (externally-managed-environment): the first command makes a venv and every later step
+    runs that venv's pip and dk-mirror, never whatever is first on PATH."""
+    run_block = _sh_blocks(_section("Two commands"))[0].strip()
+    steps = [shlex.split(step) for step in run_block.split("&&")]
+    made = steps[0]
+    assert made[:3] == ["python3", "-m", "venv"] and len(made) == 4
+    bin_dir = made[3].rstrip("/") + "/bin/"
+    for step in steps[1:]:
+        assert step[0].startswith(bin_dir), f"{step[0]} is not the venv's own"
+    assert [Path(s[0]).name for s in steps[1:]] == ["pip", "dk-mirror"]
+    assert steps[1][1:] == ["install", "-e", "."] and steps[2][1:] == ["demo"]
+    # The folder it makes is one git ignores, so a clone stays clean.
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert made[3].rstrip("/") + "/" in ignored
 
 
 @pytest.mark.slow
@@ -206,3 +226,45 @@ def test_the_fast_loop_leaves_out_processes_and_postgresql():
     assert not [i for i in ids if re.search(r"[\[-]postgresql[\]-]", i)]  # a backend's id
     spawning = ("test_clean_clone.py", "test_wheel.py", "test_browser.py", "test_crawl_kill.py")
     assert not [i for i in ids if i.split("::")[0].endswith(spawning)]
+
+
+@pytest.mark.slow
+def test_the_search_and_answer_examples_answer_from_a_full_store_with_no_key(tmp_path: Path):
+    """Each `dk-mirror search` / `answer` line of the README, run as written on a store holding
+    the sample, with no API key: the README says they fall back to the local index."""
+    block = _sh_blocks(_section("Commands"))[0]
+    lines = [
+        line.split("  #")[0].strip()
+        for line in block.splitlines()
+        if line.startswith(("dk-mirror search ", "dk-mirror answer "))
+    ]
+    assert len(lines) >= 4
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    env.update(DK_MIRROR_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT))
+    made = subprocess.run(
+        [sys.executable, "-m", "mirror", "import", "--sample"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    script = f'dk-mirror() {{ {sys.executable} -m mirror "$@"; }}\n'
+    for line in lines:
+        run = subprocess.run(
+            ["bash", "-c", script + line], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert run.returncode == 0, (line, run.stderr)
+        assert run.stdout.strip(), line
+
+
+def test_the_stdio_client_configuration_names_the_store():
+    """A client starts `serve --stdio` in an environment of its own: the README's
+    configuration names the store with --db, and its args are options the command has."""
+    import json
+
+    (block,) = re.findall(r"```json\n(.*?)```", _section("Serving: MCP, REST and a browser"), re.S)
+    server = json.loads(block)["mcpServers"]["dk-mirror"]
+    assert server["command"] == "dk-mirror"
+    args = server["args"]
+    assert args[:2] == ["serve", "--stdio"] and args[args.index("--db") + 1].endswith(".sqlite3")
+    command, rest = _resolve(args)
+    known = {opt for p in command.params for opt in getattr(p, "opts", [])}
+    assert all(word in known for word in rest if word.startswith("--"))

@@ -9,7 +9,7 @@ from mirror.serve.web import sanitize as web_sanitize
 
 BASE = "https://developer.chrome.com/docs/extensions/mv3/page"
 MIRRORED = {"documents/developer.chrome.com/docs/extensions/mv3/a11y"}
-NO_IMAGE = '<span class="tpl tpl-media">[image not available offline]</span>'
+NO_IMAGE = '<span class="tpl tpl-media" title="image not available offline">image</span>'
 
 
 def clean(markup: str) -> str:
@@ -44,7 +44,7 @@ def clean(markup: str) -> str:
         ),
         (
             '<img src="https://evil.example/p.png" alt="pixel" onerror="alert(1)">',
-            '<span class="tpl tpl-media">[image not available offline: pixel]</span>',
+            '<span class="tpl tpl-media" title="image not available offline">image: pixel</span>',
         ),
         ('<img src="data:image/svg+xml;base64,PHN2Zz4=">', NO_IMAGE),
         (

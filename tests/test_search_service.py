@@ -218,3 +218,41 @@ def test_cli_offline_results_are_numbered_by_page(cli_offline):
     numbers = [int(n) for n in re.findall(r"^(\d+)\. ", result.stdout, re.M)]
     assert "\n   + " in result.stdout  # a second chunk of a page is shown
     assert len(numbers) >= 3 and numbers == list(range(1, len(numbers) + 1))
+
+
+def test_no_key_searches_and_answers_locally_and_says_so(db_url, monkeypatch):
+    """Google's upstream with no key set: a full store still answers (the README's promise),
+    with a warning naming the missing key on stderr, and no quota is counted."""
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)  # the default upstream: Google's, which needs a key
+    runner = CliRunner()
+    assert runner.invoke(cli, ["import", "--sample"]).exit_code == 0
+    for args in (
+        ["search", "service worker lifecycle"],
+        ["search", "service worker lifecycle", "--fetch"],
+        ["answer", "How do I migrate my extension to a service worker?"],
+    ):
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 0, (args, result.stderr)
+        assert result.stdout.strip(), args
+        assert "no API key (DEVELOPER_KNOWLEDGE_API_KEY is not set)" in result.stderr, args
+        assert "answered from the local store" in result.stderr
+    assert "--fetch fetched nothing" in runner.invoke(cli, ["search", "x y", "--fetch"]).stderr
+    answered = runner.invoke(cli, ["answer", "What is a service worker?", "--json"])
+    assert json.loads(answered.stdout)["_mirror"]["source"] == "extractive"
+    assert json.loads(answered.stdout)["_mirror"]["quota"]["used"] is None
+
+
+def test_an_unreachable_upstream_answers_from_the_store(make_mirror, emulator):
+    make_mirror().fetch(["documents/www.tensorflow.org/hub/caching"])
+    emulator.reset()
+    emulator.inject(Fault("status", status=503), times=-1, path=ANSWER)
+    result = make_mirror().answer_query("Where are compressed models cached?")
+    assert result.source == "extractive"
+    assert "upstream failed" in result.warnings[0] and "local store" in result.warnings[0]
+
+
+def test_a_wrong_key_is_still_an_error_for_answers(make_mirror, emulator):
+    from mirror.errors import AuthError
+
+    with pytest.raises(AuthError):
+        make_mirror(api_key="wrong-key").answer_query("What is TensorFlow Hub?")

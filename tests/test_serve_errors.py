@@ -22,6 +22,8 @@ EXPECTED = {
     "InvalidName": (400, "INVALID_ARGUMENT"),
     "OutputError": (500, "INTERNAL"),
     "ConfigError": (502, "UNAVAILABLE"),
+    "MissingApiKey": (502, "UNAVAILABLE"),
+    "WrongUpstream": (502, "UNAVAILABLE"),
     "NetworkForbidden": (502, "UNAVAILABLE"),
     "NotCached": (404, "NOT_FOUND"),
     "StoreError": (500, "INTERNAL"),

@@ -288,7 +288,7 @@ def noisy_get(*a, **k):
     return get(*a, **k)
 app.prepare, calls.get_documents = noisy_prepare, noisy_get
 from mirror.cli.main import main
-sys.argv = ["dk-mirror", "serve", "--stdio", "--db", sys.argv[1]]
+sys.argv = ["dk-mirror", "serve", "--stdio", "--create", "--db", sys.argv[1]]
 main()
 """
 
@@ -330,6 +330,32 @@ def test_stdio_writes_nothing_but_json_rpc_to_stdout(tmp_path):
     # chatter from the libraries that set the store up.
     assert "the store holds no documents" in stderr and "dk-mirror demo" in stderr
     assert " INFO alembic" not in stderr, stderr
+
+
+def test_stdio_refuses_to_create_a_store_it_was_not_asked_to(tmp_path):
+    """MCP Inspector starts the server with a reduced environment: the default store it finds
+    is not the user's. A store that does not exist is an error naming --db, not a new empty
+    store that answers nothing; --create makes one on purpose."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    reduced = {**keep, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    given = tmp_path / "typo.sqlite3"
+    for args, env in ((["serve", "--stdio"], reduced), (["serve", "--stdio", "--db", str(given)], stdio_env(tmp_path))):  # fmt: skip
+        refused = subprocess.run(
+            [sys.executable, "-m", "mirror", *args],
+            input=b"", capture_output=True, env=env, timeout=60,
+        )  # fmt: skip
+        err = refused.stderr.decode()
+        assert refused.returncode == 1, err
+        assert "no store at" in err and "does not create one" in err and "--db" in err, err
+        assert "Traceback" not in err and refused.stdout == b""
+    assert not given.exists()
+    assert not (tmp_path / "home").exists() and not (tmp_path / "xdg").exists()
+    created = subprocess.run(
+        [sys.executable, "-m", "mirror", "serve", "--stdio", "--create", "--db", str(given)],
+        input=b"", capture_output=True, env=stdio_env(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr.decode()
+    assert given.is_file()
 
 
 def read_lines(process: subprocess.Popen[bytes], answers: int, timeout: float = 30) -> list[str]:

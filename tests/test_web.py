@@ -241,7 +241,7 @@ def test_document_content_and_title_are_inert(client: TestClient) -> None:
         assert bad not in lowered, bad
     assert "&lt;script&gt;alert(&#34;title&#34;)&lt;/script&gt; Hostile &amp; friends" in page
     assert '<span class="hl-s2">"&lt;script&gt;"</span>' in page  # in highlighted code
-    assert "[image not available offline: tracker]" in page
+    assert 'title="image not available offline">image: tracker</span>' in page
     assert 'class="not-mirrored">spoofed' not in page  # documents cannot borrow our classes
     assert page.rstrip().endswith("</html>") and page.count("</main>") == 1
 
@@ -262,8 +262,10 @@ def test_a_document_uri_becomes_a_link_only_when_it_is_http(web_mirror: Mirror) 
 def test_template_tags_render_as_plain_boxes(client: TestClient) -> None:
     page = client.get(f"/doc/{HOSTILE[10:]}").text
     assert '<aside class="tpl tpl-aside tpl-caution"><p class="tpl-label">Caution</p>' in page
-    assert "[image not available offline: A 'quoted' diagram]" in page  # a tag over 2 lines
-    assert "[browser support table not available offline: api.Hostile]" in page
+    # A tag over 2 lines; pictures and live widgets are quiet placeholders, not [bracketed].
+    assert "offline\">image: A 'quoted' diagram</span>" in page
+    assert 'offline">browser support table: api.Hostile</span>' in page
+    assert "not available offline:" not in page and "[image" not in page
     assert "draft text" in page and "hidden comment" not in page
     assert '<span class="tpl tpl-note">[Mystery]</span>' in page
     assert "{%" not in page and "{#" not in page
@@ -349,6 +351,31 @@ def test_search_highlights_matches_and_shows_the_source(client: TestClient) -> N
     assert 'class="badge source">local</span>' in page
     assert re.search(r'<h2><a href="/doc/developer\.chrome\.com/[^"]+">', page)
     assert "{%" not in page.split("<ol", 1)[1]  # snippets are prose, not template syntax
+
+
+def test_search_counts_the_pages_shown_and_marks_only_words_that_matter(
+    web_mirror: Mirror,
+) -> None:
+    name = f"{CHROME}/mv3/emphasis"
+    content = (
+        "# Moving on\n\nYou _always_ zanzibar from the old page to the new one, "
+        "![a diagram](https://example.com/d.png) and *never* back &mdash; ever.\n"
+    )
+    seed(web_mirror, [Document(name=name, content=content).with_derived_fields()], fetched_at=NOW)
+    client = make_client(web_mirror)
+    text = client.get("/search", params={"q": "move from manifest to worker"}).text
+    shown = len(re.findall(r'<li class="result">', text))
+    continued = len(re.findall(r'<li class="result continued">', text))
+    assert shown >= 2 and continued >= 1  # the count below would have counted these too
+    assert f"{shown} pages found on this page of results" in text
+    assert "<mark>to</mark>" not in text.lower() and "<mark>from</mark>" not in text.lower()
+    assert "<mark>manifest</mark>" in text.lower()
+    # Markdown emphasis, images and entities do not reach a snippet as residue.
+    one = client.get("/search", params={"q": "zanzibar from"}).text
+    snippet = one.split(f"/doc/{name[10:]}")[1].split("</li>")[0]
+    assert "You always <mark>zanzibar</mark> from the old page" in snippet
+    assert "_always_" not in snippet and "*never*" not in snippet and "&amp;mdash;" not in snippet
+    assert "a diagram and never back — ever." in snippet
 
 
 def test_search_pages_follow_next_page_tokens(web_mirror: Mirror) -> None:

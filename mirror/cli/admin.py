@@ -92,7 +92,10 @@ def import_(
         repeats = (
             f" ({report.duplicates} duplicate record(s) of a name seen before: last copy kept)"
         )
-    click.echo(f"imported {report.imported} documents into {report.store}{repeats}", err=True)
+    counts = f"{report.new} new, {report.changed} changed, {report.unchanged} unchanged"
+    click.echo(
+        f"imported {report.imported} documents ({counts}) into {report.store}{repeats}", err=True
+    )
     if report.skipped:
         click.echo(
             f"kept {len(report.skipped)} newer stored copies (--overwrite replaces them):",

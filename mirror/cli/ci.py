@@ -178,7 +178,10 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
 
 
 @click.command()
-@click.option("--requirements", type=ExistingFile, default="dk-mirror.toml", show_default=True)
+@click.option(
+    "--requirements", type=PathArg, default="dk-mirror.toml", show_default=True,
+    help="The file listing the docs the project needs.",
+)  # fmt: skip
 @click.option(
     "--output", type=PathArg, default="dk-mirror.lock", show_default=True,
     help="The lock file to write (with --check: to check).",
@@ -193,6 +196,7 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
 @click.pass_context
 def lock(ctx: click.Context, requirements: Path, output: Path, check: bool, as_json: bool) -> None:
     """Resolve the docs a project needs (names, prefixes, searches) into a lock file to commit."""
+    _need_requirements(requirements)
     if check:
         _check_lock(ctx, requirements, output, as_json)
         return
@@ -203,6 +207,19 @@ def lock(ctx: click.Context, requirements: Path, output: Path, check: bool, as_j
         )
     else:
         click.echo(f"locked {len(entries)} documents in {output}", err=True)
+
+
+def _need_requirements(requirements: Path) -> None:
+    """A usage error, in the user's terms, when the project's dk-mirror.toml is not there."""
+    if requirements.is_file():
+        return
+    where = "is a folder" if requirements.is_dir() else "was not found"
+    raise click.UsageError(
+        f"{requirements} {where}: `dk-mirror lock` reads the docs your project needs from it; "
+        'create it with e.g. `[docs]` and `names = ["developer.chrome.com/docs/x"]` or '
+        "`prefixes = [...]` (README: Reproducible CI), or name another file with "
+        "--requirements FILE"
+    )
 
 
 def _check_lock(ctx: click.Context, requirements: Path, lock_file: Path, as_json: bool) -> None:

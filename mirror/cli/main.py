@@ -149,6 +149,21 @@ class Group(click.Group):
             self.add_command(getattr(module, lazy.attribute), cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Click's, with "did you mean" drawn from every command: click suggests only from
+        the commands loaded so far, which leaves out the lazy ones (`serach`)."""
+        name = args[0] if args else ""
+        unknown = name and not name.startswith("-") and not ctx.resilient_parsing
+        if unknown and self.get_command(ctx, name) is None:
+            from difflib import get_close_matches
+
+            close = get_close_matches(name, self.list_commands(ctx))
+            if close:
+                raise click.UsageError(f"No such command {name!r}. Did you mean {close[0]!r}?", ctx)
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List the commands for --help; a lazy command not yet loaded lists its summary."""
         listed = {

@@ -47,6 +47,11 @@ log = logging.getLogger("mirror.serve")
     help="Let requests fetch misses from upstream and write the store (default: read-only).",
 )
 @click.option(
+    "--create",
+    is_flag=True,
+    help="With --stdio: create the store if it does not exist (else that is an error).",
+)
+@click.option(
     "--token",
     envvar=ENV_SERVE_TOKEN,
     metavar="TOKEN",
@@ -69,6 +74,7 @@ def serve(
     port: int,
     mode: str,
     allow_fetch: bool,
+    create: bool,
     token: str | None,
     allow_hosts: tuple[str, ...],
 ) -> None:
@@ -82,6 +88,8 @@ def serve(
         # A server that does not fetch only reads: it serves a read-only store (a CI cache
         # volume, a shared mount) as it is; a new store is still created and migrated.
         mirror = open_mirror(ctx, read_only_ok=not allow_fetch)
+        if stdio and not (allow_fetch or create):
+            _refuse_a_new_store(mirror.missing_store())
         if mirror.settings.offline:
             if allow_fetch or mode == "live":
                 raise ConfigError(
@@ -138,6 +146,23 @@ def serve(
         runner.serve_stdio(server)
     else:
         runner.serve_http(built, sock)
+
+
+def _refuse_a_new_store(path: str | None) -> None:
+    """Stop a stdio server before it creates an empty store at `path` (None: it exists).
+
+    An MCP client starts the server with an environment of its own (MCP Inspector passes
+    a reduced one), so the store it finds by default is often not the one the user filled:
+    an empty new store would answer every request with nothing and say nothing about why."""
+    if path is None:
+        return
+    raise ConfigError(
+        f"no store at {path}: `serve --stdio` does not create one",
+        hint="give the store's path in the client's configuration, e.g. "
+        '"args": ["serve", "--stdio", "--db", "/path/to/dk-mirror.sqlite3"] '
+        "(`dk-mirror status` shows where yours is); or add --create (an empty store) or "
+        "--allow-fetch (fill it from upstream)",
+    )
 
 
 @contextmanager

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import html
 import re
 
-from .lexical import stem_key
+from .lexical import STOPWORDS, stem_key
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Between a heading and the text after it, so a snippet does not run them together.
 HEADING_SEPARATOR = " — "
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 # Markdown and template syntax that would clutter a one-line snippet, and what replaces it.
 _NOISE = (
@@ -16,13 +19,18 @@ _NOISE = (
     (re.compile(r"(?m)^[ \t]*(?:```|~~~)[^\n]*$"), " "),
     (re.compile(r"\{%.*?%\}"), " "),
     (re.compile(r"\{:[^}]*\}"), " "),
-    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    # Images first: a linked image `[![alt](img)](href)` is then an ordinary link.
+    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
     (re.compile(r"\[([^\]]*)\]\[[^\]]*\]"), r"\1"),
     (re.compile(r"</?[A-Za-z][^<>]{0,300}>"), " "),
     # An ATX heading keeps its words (without closing #s) and is set off from the text after.
     (re.compile(r"(?m)^[ \t]{0,3}#{1,6}[ \t]+([^\n]*?)[ \t#]*$"), r"\1" + HEADING_SEPARATOR),
-    # Bold markers and backticks only: a lone `_` or `*` is as often part of an identifier.
+    # Bold markers and backticks; a lone `_` or `*` is as often part of an identifier.
     (re.compile(r"\*\*|__|`"), ""),
+    # ... but one that wraps words from outside them is emphasis: `_always_`, `*not*`
+    # (`snake_case_name` and `a * b` are left alone).
+    (re.compile(r"(?<![\w*])([*_])(?=[^\s*_])([^\n]*?[^\s*_])\1(?![\w*])"), r"\2"),
 )
 
 
@@ -30,6 +38,10 @@ def plain_text(markdown: str) -> str:
     """Markdown reduced to readable prose for snippets (links keep their text)."""
     for pattern, replacement in _NOISE:
         markdown = pattern.sub(replacement, markdown)
+    # Character references (`&mdash;`, `&amp;`) as the characters they stand for; whoever
+    # shows the snippet escapes it for its own medium. One that names a control character
+    # (`&#27;`) becomes a space: a terminal would act on it.
+    markdown = _CONTROL.sub(" ", html.unescape(markdown))
     flat = " ".join(markdown.split())
     return flat.removesuffix(HEADING_SEPARATOR.rstrip()).rstrip()
 
@@ -41,8 +53,11 @@ def query_words(query: str) -> set[str]:
 
 def _matcher(query: str) -> set[str]:
     """The stem keys of the query's words: a word of the text is marked when its key is one
-    (search is stemmed: "otter" finds and marks "otters")."""
-    return {stem_key(w) for w in query_words(query)}
+    (search is stemmed: "otter" finds and marks "otters"). Stopwords ("to", "from") are left
+    unmarked, as search leaves them out, unless the query has no other word."""
+    words = query_words(query)
+    content = {w for w in words if w not in STOPWORDS} or words
+    return {stem_key(w) for w in content}
 
 
 def best_window(text: str, query: str, width: int = 240) -> list[tuple[str, bool]]:

@@ -450,6 +450,16 @@ class Mirror:
 
     # -- the store itself --------------------------------------------------------------------
 
+    def missing_store(self) -> str | None:
+        """The path of the SQLite store file when it does not exist yet (opening would create
+        it), else None; looked up without opening anything."""
+        from pathlib import Path
+
+        from ..store.reader import sqlite_path
+
+        path = sqlite_path(self.settings.db_url)
+        return path if path is not None and not Path(path).exists() else None
+
     @property
     def store_url(self) -> str:
         """The store's URL, password hidden (for messages and `status`)."""

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING
 
 from .. import limits
-from ..errors import QuotaExceeded, UpstreamError
+from ..errors import MirrorError, QuotaExceeded, UpstreamError
 from ..models import Answer, Source, rfc3339
 from ..policy import Mode
 from ..search import extractive, filters
@@ -93,6 +93,11 @@ def answer(ctx: Context, query: str, *, filter_text: str | None, mode: Mode) -> 
     recorded = ctx.store.recordings.answer(key)
     if mode.offline or (mode.prefer_recorded and recorded):
         return _recorded(ctx, recorded) if recorded else _extractive(ctx, text, node)
+    try:
+        # The client first: with no key there is nothing to send, so no quota is spent.
+        upstream = ctx.upstream()
+    except MirrorError as exc:
+        return _local_instead(ctx, exc, recorded, text, node)
     limit = ctx.settings.answers_per_day
     day = quota_day(ctx.clock())
     used = ctx.store.recordings.take_quota(QUOTA_BUCKET, day, limit)
@@ -107,8 +112,10 @@ def answer(ctx: Context, query: str, *, filter_text: str | None, mode: Mode) -> 
             hint="use `dk-mirror search` (it has its own quota), or raise "
             "DK_MIRROR_ANSWERS_PER_DAY if your project's quota is larger",
         )
-    upstream = ctx.upstream()
-    reply = upstream.answer_query(text, filter=canonical)
+    try:
+        reply = upstream.answer_query(text, filter=canonical)
+    except MirrorError as exc:
+        return _local_instead(ctx, exc, recorded, text, node)
     warnings = _fetch_references(ctx, reply)
     cited = _hashes(ctx, reply.reference_names)
     ctx.store.recordings.save_answer(
@@ -122,6 +129,25 @@ def answer(ctx: Context, query: str, *, filter_text: str | None, mode: Mode) -> 
     return AnswerResult(
         reply, Source.UPSTREAM, warnings=warnings, quota_used=used, quota_limit=limit
     )
+
+
+def _local_instead(
+    ctx: Context,
+    exc: MirrorError,
+    recorded: RecordedAnswer | None,
+    text: str,
+    node: filters.Node | None,
+) -> AnswerResult:
+    """The recorded or extractive answer when upstream cannot be asked (no key, down, over
+    quota), with a warning saying so; any other failure is raised."""
+    from .search import why_local
+
+    reason = why_local(ctx, exc)
+    if reason is None:
+        raise exc
+    result = _recorded(ctx, recorded) if recorded else _extractive(ctx, text, node)
+    result.warnings.insert(0, f"{reason}: answered from the local store instead")
+    return result
 
 
 def _fetch_references(ctx: Context, reply: Answer) -> list[str]:
@@ -172,5 +198,5 @@ def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerRe
     return AnswerResult(
         extractive.build(query, passages),
         Source.EXTRACTIVE,
-        warnings=["offline and no recorded answer: quoted the local mirror instead"],
+        warnings=["no recorded answer: quoted the local mirror instead"],
     )

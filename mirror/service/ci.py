@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import limits
 from .. import names as naming
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotCached
 from ..files import atomic_file, make_folder, write_atomic
 from ..models import Document, View, data_source_of, rfc3339
 from ..snapshots import format as snapshot
@@ -112,8 +112,30 @@ def export(
     lock: Path | None = None,
     since: Path | None = None,
 ) -> snapshot.Manifest:
-    """Write a full (or, with `since`, delta) snapshot of the selected documents."""
+    """Write a full (or, with `since`, delta) snapshot of the selected documents.
+
+    A delta given no selection of its own takes its base's (prefix, data source, or the
+    base's documents when it was made from names or a lock): the delta of `docs.snap
+    --prefix X` is then what changed under X, not every other document of the store."""
     store = ctx.store
+    limit = ctx.settings.max_document_bytes
+    base: snapshot.Manifest | None = None
+    inherited = False
+    if since is not None:
+        base = snapshot_read.checked(since, max_document_bytes=limit)
+        if base.kind != "full":
+            raise snapshot.SnapshotError(
+                f"{since} is a delta; a delta is made against a full snapshot",
+                hint="pass the full snapshot the deltas start from",
+            )
+        if prefix is None and data_source is None and names is None and lock is None:
+            chosen = base.selection
+            prefix, data_source = chosen.get("prefix"), chosen.get("dataSource")
+            if "names" in chosen:
+                # A base document gone from the store is a tombstone here, not an error.
+                listed = snapshot_read.entries(since, base, max_document_bytes=limit)
+                names = [e.name for e in listed]
+                inherited = True
     pinned: dict[str, Document] = {}
     if lock is not None:
         entries = lockfile.read_lock_file(lock)
@@ -133,7 +155,7 @@ def export(
                 names=[m.name for m in wrong],
                 hint="run `dk-mirror sync --locked` first",
             )
-    if names is not None:
+    if names is not None and not inherited:
         present = {d.name for d in store.iter_documents(names=names)}
         missing = sorted(set(names) - present)
         if missing:
@@ -147,15 +169,8 @@ def export(
     if pinned:
         docs = (pinned.get(d.name, d) for d in docs)
     selection = _selection(prefix, data_source, names)
-    if since is None:
+    if since is None or base is None:
         return snapshot.write_full(out, docs, selection)
-    limit = ctx.settings.max_document_bytes
-    base = snapshot_read.checked(since, max_document_bytes=limit)
-    if base.kind != "full":
-        raise snapshot.SnapshotError(
-            f"{since} is a delta; a delta is made against a full snapshot",
-            hint="pass the full snapshot the deltas start from",
-        )
     # The base's entries stream beside the store's documents (both by name): bounded memory.
     listed = snapshot_read.entries(since, base, max_document_bytes=limit)
     base_entries = ((e.name, str(e.content), str(e.metadata)) for e in listed)
@@ -334,26 +349,53 @@ def sync_locked(ctx: Context, lock_path: Path, *, source: Path | None) -> SyncRe
     report = SyncReport(locked=len(entries), already=len(entries) - len(todo))
     # The store's own history first: a lock pinning an older version restores it offline.
     candidates = _from_history(ctx, [wanted[n] for n in sorted(todo)])
+    found_in: dict[str, str] = {}  # where a document not in the store was found
     if todo - candidates.keys() and source is not None:
         snap = read_snapshot(source)
-        candidates.update(
-            (d.name, d) for d in snap.documents if d.name in todo and d.name not in candidates
-        )
+        for doc in snap.documents:
+            if doc.name in todo and doc.name not in candidates:
+                candidates[doc.name] = doc
+                found_in[doc.name] = f"snapshot {source.name}"
     remaining = sorted(todo - candidates.keys())
+    if remaining and ctx.settings.offline and source is None and not have.keys() & remaining:
+        # A store without them and nothing to take them from (a fresh CI store, say): one
+        # error saying what to give, not one per document.
+        raise NotCached(
+            remaining,
+            hint="give the snapshot made with the lock: `dk-mirror sync --locked --from "
+            "docs.snap` (it works with --strict-offline), or go online to fetch them",
+        )
     if remaining and not ctx.settings.offline:
         from ..upstream.batching import iter_fetch
 
         for outcome in iter_fetch(ctx.upstream(), remaining):
             candidates.update((d.name, d.with_derived_fields()) for d in outcome.documents)
+        found_in.update((name, "upstream") for name in remaining)
+    for name in list(found_in):
+        if name not in candidates or have.get(name) is not None:
+            del found_in[name]  # a mismatch then names the store's copy, as before
     good = [d for n, d in sorted(candidates.items()) if _matches(d, wanted[n])]
     have.update({d.name: lockfile.LockEntry.from_document(d).sha256 for d in good})
-    report.mismatches = lockfile.check_locked(entries, have)
+    report.mismatches = [
+        _found_elsewhere(m, candidates, found_in) for m in lockfile.check_locked(entries, have)
+    ]
     if report.mismatches:
         # Nothing is written unless every locked document can be made exact.
         return report
     ctx.store.apply_stream(good, fetched_at=ctx.clock(), upstream="sync --locked")
     report.written = len(good)
     return report
+
+
+def _found_elsewhere(
+    mismatch: lockfile.Mismatch, candidates: dict[str, Document], found_in: dict[str, str]
+) -> lockfile.Mismatch:
+    """A document the store lacks but a snapshot or upstream holds with other bytes: say so,
+    rather than "not in the store" (a lock or snapshot edited by hand, or from another run)."""
+    if mismatch.reason != "missing" or mismatch.name not in found_in:
+        return mismatch
+    actual = lockfile.LockEntry.from_document(candidates[mismatch.name]).sha256
+    return replace(mismatch, reason="differs", actual=actual, found_in=found_in[mismatch.name])
 
 
 def _from_history(ctx: Context, entries: Sequence[lockfile.LockEntry]) -> dict[str, Document]:

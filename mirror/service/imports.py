@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..models import Document
+from ..models import Document, content_sha256
 from ..policy import keeps_stored
 from ..store.reader import Reader
 from .context import Context
@@ -25,17 +25,24 @@ LOOKUP_CHARS = 2 << 20
 @dataclass(slots=True)
 class ImportFileReport:
     """What an `import` wrote, which records it left out because the store's copy is newer,
-    and how many records repeated a name (the last copy won)."""
+    and how many records repeated a name (the last copy won). Of the records written: `new`
+    (the store had no readable copy), `changed` (other content), `unchanged` (same content)."""
 
     imported: int = 0
     skipped: list[str] = field(default_factory=list)
     duplicates: int = 0
     store: str = ""
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """As `import --json` prints it."""
         return {
             "imported": self.imported,
+            "new": self.new,
+            "changed": self.changed,
+            "unchanged": self.unchanged,
             "skipped": self.skipped,
             "duplicates": self.duplicates,
             "store": self.store,
@@ -61,38 +68,48 @@ def import_sample(ctx: Context, *, overwrite: bool = False) -> ImportFileReport:
 def _import(
     ctx: Context, docs: Iterable[Document], upstream: str, overwrite: bool
 ) -> ImportFileReport:
-    skipped: list[str] = []
+    report = ImportFileReport(store=ctx.store.url)
     # The full Store, whose pooled connections any thread may use: put_stream reads `docs`
-    # (and so the lookups of _keeping_newer) in a thread of its own, which the cold-start
+    # (and so the lookups of _compared) in a thread of its own, which the cold-start
     # Reader's single connection does not allow.
     store = ctx.store.full() if isinstance(ctx.store, Reader) else ctx.store
-    if not overwrite:
-        docs = _keeping_newer(store, docs, skipped)
-    written = store.put_stream(docs, fetched_at=ctx.clock(), upstream=upstream)
-    return ImportFileReport(written.documents, skipped, written.duplicates, ctx.store.url)
+    compared = _compared(store, docs, report, overwrite)
+    written = store.put_stream(compared, fetched_at=ctx.clock(), upstream=upstream)
+    report.imported, report.duplicates = written.documents, written.duplicates
+    return report
 
 
-def _keeping_newer(
-    store: Store, docs: Iterable[Document], skipped: list[str]
+def _compared(
+    store: Store, docs: Iterable[Document], report: ImportFileReport, overwrite: bool
 ) -> Iterator[Document]:
-    """`docs` without those whose stored copy is newer (their names go to `skipped`), looked
-    up a batch at a time so the stream stays bounded."""
+    """`docs` compared with the store a batch at a time (so the stream stays bounded): those
+    whose stored copy is newer dropped unless `overwrite` (their names go to `skipped`), the
+    rest counted as new, changed or unchanged."""
     batch: list[Document] = []
     held = 0
     for doc in docs:
         batch.append(doc)
         held += len(doc.content or "")
         if len(batch) >= IMPORT_LOOKUP or held >= LOOKUP_CHARS:
-            yield from _newer_dropped(store, batch, skipped)
+            yield from _sorted_out(store, batch, report, overwrite)
             batch, held = [], 0
-    yield from _newer_dropped(store, batch, skipped)
+    yield from _sorted_out(store, batch, report, overwrite)
 
 
-def _newer_dropped(store: Store, batch: list[Document], skipped: list[str]) -> Iterator[Document]:
-    # A fetched copy may be newer than the file (the shipped sample ages): keep it.
+def _sorted_out(
+    store: Store, batch: list[Document], report: ImportFileReport, overwrite: bool
+) -> Iterator[Document]:
     cached = store.get_many(list(dict.fromkeys(d.name for d in batch))) if batch else {}
     for doc in batch:
-        if keeps_stored(cached.get(doc.name), doc.update_time):
-            skipped.append(doc.name)
+        before = cached.get(doc.name)
+        # A fetched copy may be newer than the file (the shipped sample ages): keep it.
+        if not overwrite and keeps_stored(before, doc.update_time):
+            report.skipped.append(doc.name)
+            continue
+        if before is None or not before.document.content:
+            report.new += 1
+        elif before.sha256 == content_sha256(doc.content or ""):
+            report.unchanged += 1
         else:
-            yield doc
+            report.changed += 1
+        yield doc

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .. import limits
-from ..errors import InvalidInput, QuotaExceeded, Unavailable
+from ..config import ENV_API_KEY
+from ..errors import AuthError, InvalidInput, MirrorError, MissingApiKey, QuotaExceeded, Unavailable
 from ..models import DocumentChunk, SearchPage, Source, rfc3339
 from ..policy import Mode
 from . import documents
@@ -104,6 +105,18 @@ def make_request(
 TRANSIENT = (Unavailable, QuotaExceeded)
 
 
+def why_local(ctx: Context, exc: MirrorError) -> str | None:
+    """Why a search or answer that could not go upstream may be answered from the store
+    instead (no key set, upstream down or over quota), or None when the failure must be seen
+    (a key that is set but wrong, a disabled API, a refused request)."""
+    if isinstance(exc, MissingApiKey) or (isinstance(exc, AuthError) and not ctx.settings.api_key):
+        # The README's promise: a store without a key still searches and answers locally.
+        return f"no API key ({ENV_API_KEY} is not set)"
+    if isinstance(exc, TRANSIENT):
+        return f"upstream failed ({exc.message})"
+    return None
+
+
 def check_fetch(mode: Mode, fetch: bool) -> None:
     """Refuse --fetch in offline mode (before the store is even opened)."""
     if fetch and mode.offline:
@@ -130,8 +143,14 @@ def search(ctx: Context, request: SearchRequest, mode: Mode, *, fetch: bool) -> 
     if not mode.offline and not local_token:
         try:
             return _online(ctx, request, fetch=fetch)
-        except TRANSIENT as exc:
-            warnings.append(f"upstream search failed, answered offline instead: {exc.message}")
+        except MirrorError as exc:
+            reason = why_local(ctx, exc)
+            if reason is None:
+                raise
+            warnings.append(
+                f"{reason}: answered from the local store instead"
+                + ("; --fetch fetched nothing" if fetch else "")
+            )
     result = _offline(ctx, request)
     return replace(result, warnings=warnings + result.warnings)
 

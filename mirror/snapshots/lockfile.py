@@ -351,13 +351,25 @@ class Mismatch:
     reason: Literal["missing", "no content", "differs"]
     expected: str
     actual: str | None = None
+    # Where the other content was found when not in the store ("snapshot docs.snap", "upstream").
+    found_in: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """As `sync --json` lists it."""
         return {"name": self.name, "reason": self.reason, "expected": self.expected,
-                "actual": self.actual}  # fmt: skip
+                "actual": self.actual, "foundIn": self.found_in}  # fmt: skip
 
     def __str__(self) -> str:
+        if self.reason == "differs" and self.found_in:
+            why = (
+                "changed upstream since the lock was made"
+                if self.found_in == "upstream"
+                else "the lock or the snapshot was changed since they were made together"
+            )
+            return (
+                f"{self.name}: not in the store, and {self.found_in} has content "
+                f"{self.actual}; the lock pins {self.expected} ({why})"
+            )
         if self.reason == "differs":
             return f"{self.name}: content is {self.actual}, the lock pins {self.expected}"
         if self.reason == "no content":

@@ -8,7 +8,7 @@ import httpx
 
 from .. import __version__
 from ..config import ENV_API_KEY, Settings, Transport
-from ..errors import ConfigError, NetworkForbidden
+from ..errors import MissingApiKey, NetworkForbidden
 from .base import DEFAULT_TIMEOUT
 from .interface import Upstream
 from .mcp import McpUpstream
@@ -31,7 +31,7 @@ def build(
         # Defence in depth: Mirror refuses first, but no client may exist in strict mode.
         raise NetworkForbidden(f"strict offline mode: no client for {settings.upstream}")
     if settings.is_google and not settings.api_key:
-        raise ConfigError(
+        raise MissingApiKey(
             f"no API key for {settings.upstream}",
             hint=f"set {ENV_API_KEY} to a Developer Knowledge API key, or use --offline",
         )

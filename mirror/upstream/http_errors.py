@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import httpx
 
+from ..config import ENV_UPSTREAM, GOOGLE_UPSTREAM
 from ..errors import (
     STATUS_BY_HTTP,
     AuthError,
@@ -20,6 +21,7 @@ from ..errors import (
     QuotaExceeded,
     Unavailable,
     UpstreamError,
+    WrongUpstream,
 )
 from .retry import QUOTA_HINT, RETRYABLE_STATUSES, UNAVAILABLE_HINT, Transient, parse_retry_after
 
@@ -224,12 +226,60 @@ def fail(
     raise error
 
 
+# What a server says of a route it lacks, as opposed to a document it lacks: Google's and
+# dk-mirror's "Method not found: GET /v1/v1/...", a front end's "The requested URL ... was not
+# found on this server", a framework's "Cannot GET /...".
+_NO_ROUTE = re.compile(
+    r"method not found|not found on this server|no route|unknown (?:route|path|method)"
+    r"|cannot (?:get|post)\b",
+    re.IGNORECASE,
+)
+
+
+def route_missing(body: str, *, key: str | None = None) -> str | None:
+    """What a 404 body is when it is not the API's answer for a missing document (a Google
+    JSON error, status NOT_FOUND, about a document), or None when it is that answer."""
+    data: Any = None
+    with contextlib.suppress(ValueError):
+        data = json.loads(body)
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        text = body.strip()
+        if not text:
+            return "an empty body"
+        return "an HTML page" if text.startswith("<") else f"{scrub(text, key)[:80]!r}"
+    message = error.get("message")
+    if isinstance(message, str) and _NO_ROUTE.search(message):
+        return repr(scrub(message, key))
+    return None
+
+
 def raise_for_response(
     response: httpx.Response, *, what: str, names: Sequence[str] = (), key: str | None = None
 ) -> None:
-    """Return if `response` succeeded; otherwise raise its mapped error (Transient if retryable)."""
+    """Return if `response` succeeded; otherwise raise its mapped error (Transient if retryable).
+
+    A 404 that is not the API's error for a missing document means the URL names a route the
+    server does not have (a base URL ending in a path, say): WrongUpstream, never NotFound, so
+    no name is ever taken for missing on such an answer."""
     if response.is_success:
         return
+    if response.status_code == 404:
+        body = route_missing(response.text, key=key)
+        if body is not None:
+            where = response.request.url.copy_with(query=None, fragment=None)
+            hint = (
+                f"set --upstream or {ENV_UPSTREAM} to the API's base URL ({GOOGLE_UPSTREAM}, "
+                "with no path: dk-mirror adds /v1/... and /mcp) or to a dk-mirror server's "
+                "http://HOST:PORT"
+            )
+            if where.path.endswith("/mcp"):
+                hint += f"; Google's /mcp also answers 404 when the API is off: {ENABLE_HINT}"
+            raise WrongUpstream(
+                f"{what}: {where} answered HTTP 404 with {body}, not the API's error for a "
+                "missing document: the upstream URL looks wrong",
+                hint=hint,
+            )
     detail = parse_error_body(response.status_code, response.text, key=key)
     if detail.status != response.status_code:
         # The HTTP status is authoritative; a body's `code` only fills in what it lacks.

@@ -126,8 +126,9 @@ def _template_tag(match: re.Match[str], whole_line: bool) -> str:
         kw = {k: a or b for k, a, b in _KW_ARG.findall(args)}
         words = _words(args)
         alt = kw.get("alt") or kw.get("title") or kw.get("id") or (words[0] if words else "")
-        text = f"[{_MEDIA[tag]} not available offline" + (f": {alt}" if alt else "") + "]"
-        return f'<span class="tpl tpl-media">{html.escape(" ".join(text.split()))}</span>'
+        from .sanitize import media_placeholder
+
+        return media_placeholder(_MEDIA[tag], alt)
     if tag in ("Partial", "include"):
         words = _words(args)
         shown = html.escape(words[0] if words else args)

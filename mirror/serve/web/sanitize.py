@@ -173,13 +173,21 @@ def _tag(tag: str, attrs: list[tuple[str, str]]) -> str:
     return "<" + tag + "".join(f' {n}="{html.escape(v, quote=True)}"' for n, v in attrs) + ">"
 
 
+def media_placeholder(kind: str, alt: str) -> str:
+    """A quiet stand-in for a picture, video or live widget the page would fetch: a small
+    muted box naming it (and its alt text), the reason in its tooltip, not bracketed text."""
+    shown = " ".join(f"{kind}: {alt}".split()) if alt.strip() else kind
+    return (
+        f'<span class="tpl tpl-media" title="{html.escape(kind)} not available offline">'
+        f"{html.escape(shown, quote=False)}</span>"
+    )
+
+
 def _image(original: str, attrs: dict[str, str]) -> str:
     if "src" in attrs:
         return original  # an inline data: image (the only src `_filter` keeps)
     # An image from elsewhere would be an external fetch: say what it was instead.
-    alt = attrs.get("alt", "")
-    text = "[image not available offline" + (f": {alt}" if alt else "") + "]"
-    return f'<span class="tpl tpl-media">{html.escape(text, quote=False)}</span>'
+    return media_placeholder("image", attrs.get("alt", ""))
 
 
 def _anchor(attrs: dict[str, str], link_for: Callable[[str], Link]) -> tuple[str, str]:

@@ -257,7 +257,16 @@ def _engine(url: URL, backend: str, **options: Any) -> Engine:
         ) from None
 
 
+def _not_a_folder(path: Path) -> None:
+    # Reads and writes say the same thing (SQLite alone says "unable to open database file").
+    if path.is_dir():
+        raise StoreError(
+            f"{path} is a folder, not a store", hint=f"point {WHERE} at the store's .sqlite3 file"
+        )
+
+
 def _check_writable(path: Path) -> None:
+    _not_a_folder(path)
     # Writing needs the file and its folder: SQLite creates the -wal and -shm files (or a
     # rollback journal) beside the store. Checked up front, so a command that writes says so
     # before it fetches anything, rather than failing at its first write.
@@ -308,10 +317,7 @@ def _read_only_url(path: Path) -> URL:
             hint=f"check {WHERE}: this command only reads a store and does not create one "
             "(`dk-mirror fetch` or `dk-mirror import` create one)",
         )
-    if path.is_dir():
-        raise StoreError(
-            f"{path} is a folder, not a store", hint=f"point {WHERE} at the store's .sqlite3 file"
-        )
+    _not_a_folder(path)
     query = {"mode": "ro", "uri": "true"}
     if not os.access(path.parent, os.W_OK):
         # In a read-only folder SQLite cannot create the -shm file a WAL reader needs, and
