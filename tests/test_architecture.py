@@ -207,3 +207,45 @@ PURE_CRAWL_ALLOWED = {
 def test_the_crawl_decisions_are_pure(module: str) -> None:
     for target in imports_of(MODULES[module]):
         assert target in PURE_CRAWL_ALLOWED, f"{module} imports {target}"
+
+
+# The store's search engine is chosen once, when the store opens (textindex/choose.py): no
+# other module of textindex/ or the Store's search mixin asks which database it is on.
+TEXTINDEX = [m for m in MODULES if _within(m, "mirror.store.textindex")] + [
+    "mirror.store.searching"
+]
+
+
+@pytest.mark.parametrize("module", sorted(TEXTINDEX))
+def test_the_search_engine_is_chosen_once(module: str) -> None:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    reads = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "dialect"
+    ]
+    if module == "mirror.store.textindex.choose":
+        assert reads, "choose.py should pick the engine from the database's dialect"
+    else:
+        assert not reads, f"{module} reads the dialect (lines {reads}): choose.py does, once"
+
+
+# The tantivy engine runs on plain sqlite3 connections, so the cold-start Reader searches
+# without SQLAlchemy; only its adapter (and the shared index code) may import SQLAlchemy.
+NO_SQLALCHEMY = [
+    *(m for m in MODULES if _within(m, "mirror.store.textindex.sqlite")),
+    "mirror.store.textindex.api",
+    "mirror.store.textindex.changed",
+    "mirror.store.textindex.ranking",
+]
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in NO_SQLALCHEMY if m != "mirror.store.textindex.sqlite.adapter")
+)
+def test_the_tantivy_engine_needs_no_sqlalchemy(module: str) -> None:
+    for target in imports_of(MODULES[module]):
+        assert target.split(".")[0] != "sqlalchemy", f"{module} imports {target}"
+        assert target not in ("mirror.store.db.engine", "mirror.store.schema.tables"), (
+            f"{module} imports {target}, which imports SQLAlchemy"
+        )

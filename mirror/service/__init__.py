@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..store.db.migrate import SchemaStatus
     from ..store.reader import Reader
     from ..store.store import Store
-    from ..store.textindex.engine import IndexState
+    from ..store.textindex.api import IndexState
     from ..upstream import Upstream
     from ..upstream.pacing import Pacing
     from ..upstream.retry import RetryPolicy

@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from .tables.buckets import Buckets
     from .tables.recorded import RecordedAnswer, RecordedPage
     from .tables.vectors import Progress, SemanticFacts
-    from .textindex.engine import IndexState
+    from .textindex.api import IndexState
     from .textindex.ranking import DocumentHit, LocalHit
-    from .textindex.sqlite.index import TextIndex
+    from .textindex.sqlite.engine import TantivyEngine
 
 _PREFIX = "sqlite:///"
 # Milliseconds to wait on a lock: a writer's checkpoint or WAL recovery can hold one briefly.
@@ -80,7 +80,7 @@ class Reader:
         self._readonly = readonly  # the full Store, when needed, opens the same way
         self._full: Store | None = None
         self._has_index: bool | None = None
-        self._text_index: TextIndex | None = None
+        self._tantivy: TantivyEngine | None = None
 
     @classmethod
     def open(
@@ -171,8 +171,9 @@ class Reader:
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (the index table exists)."""
         if self._has_index is None:
-            found = self._conn.execute(sql.HAS_TABLE, {"name": sql.CHANGE_LOG}).fetchone()
-            self._has_index = found is not None
+            from .textindex.sqlite.engine import available
+
+            self._has_index = available(self._conn)
         return self._has_index
 
     def headlines(self, query: str, shown: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
@@ -187,11 +188,9 @@ class Reader:
             return self.full().search_local(query, limit=limit, offset=offset, where=where)
         if not self.has_search_index():
             return []
-        from .textindex.sqlite import search as text_search
-
         self._conn.execute("BEGIN")  # one snapshot for the ranking and text lookups
         try:
-            return text_search.search(self._conn, self._text(), query, limit=limit, offset=offset)
+            return self._text().search(self._conn, query, limit=limit, offset=offset)
         finally:
             self._conn.execute("COMMIT")
 
@@ -203,22 +202,20 @@ class Reader:
             return self.full().rank_documents(query, limit=limit, where=where)
         if not self.has_search_index():
             return []
-        from .textindex.sqlite import search as text_search
-
         self._conn.execute("BEGIN")
         try:
-            return text_search.rank_documents(self._conn, self._text(), query, limit=limit)
+            return self._text().rank_documents(self._conn, query, limit=limit)
         finally:
             self._conn.execute("COMMIT")
 
-    def _text(self) -> TextIndex:
+    def _text(self) -> TantivyEngine:
         # The store's tantivy index (synced by the search itself: it only reads the store).
-        if self._text_index is None:
+        if self._tantivy is None:
+            from .textindex.sqlite.engine import TantivyEngine
             from .textindex.sqlite.folder import folder_for
-            from .textindex.sqlite.index import TextIndex
 
-            self._text_index = TextIndex(folder_for(sqlite_path(self.url)))
-        return self._text_index
+            self._tantivy = TantivyEngine(folder_for(sqlite_path(self.url)))
+        return self._tantivy
 
     def check_index(self) -> IndexState:
         """How the search index compares with the documents (through the full Store)."""

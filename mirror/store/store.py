@@ -33,6 +33,7 @@ from .db.failures import from_dbapi
 from .db.generation import GenerationProbe, probe_for
 from .db.rows import cached_document, upsert
 from .searching import Searching
+from .textindex.choose import engine_for
 from .write.prepared import PREPARED_AHEAD, PUT_BATCH, PUT_BATCH_CHARS, Prepared, prepare
 from .write.prepared import batches as in_batches
 
@@ -44,8 +45,7 @@ if TYPE_CHECKING:
     from .tables.crawls import Crawls
     from .tables.recordings import Recordings
     from .tables.vectors import Progress, SemanticFacts
-    from .textindex.sqlite.index import Session, TextIndex
-    from .textindex.sqlite.indexer import Indexer
+    from .textindex.api import Indexing
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
 from .schema.tables import SCHEMA_REVISION, documents
@@ -82,10 +82,7 @@ class Store(Searching):
         self._fast_sql = engine.dialect.name == "sqlite"
         # An in-memory SQLite database is one per thread (SQLAlchemy's SingletonThreadPool):
         # put_stream then reads and prepares in the writer's thread.
-        database = engine.url.database or ""
-        self._one_thread = self._fast_sql and (
-            database in ("", ":memory:") or "mode=memory" in database
-        )
+        self._one_thread = engines.one_thread(engine)
         self.readonly = False  # set by open(): a resized engine must open the same way
         # The semantic index's vectors in memory, reloaded when their generation changes.
         self._vectors: Matrix | None = None
@@ -93,12 +90,9 @@ class Store(Searching):
         self._probe: GenerationProbe | None = None
         self._probe_lock = threading.Lock()
         self._probe_opened = False
-        # SQLite's search index (a tantivy folder beside the file) and the thread that
-        # indexes each commit's changes: both opened on first need.
-        self._text: TextIndex | None = None
-        self._indexer: Indexer | None = None
-        self._text_lock = threading.Lock()
-        self._watch_commits(engine)
+        # Local search, chosen once for this database: SQLite's tantivy index beside the file
+        # (opened on first need), or PostgreSQL's tsvector columns.
+        self.text = engine_for(engine, lambda: self.engine, self._writer)
 
     @classmethod
     def open(
@@ -157,8 +151,7 @@ class Store(Searching):
     def close(self) -> None:
         """Close the idle read connections and every pooled connection (after indexing the
         last commits' changes)."""
-        if self._indexer is not None:
-            self._indexer.close()
+        self.text.close()
         self._close_idle()
         with self._probe_lock:
             if self._probe is not None:
@@ -195,7 +188,7 @@ class Store(Searching):
         )
         for held in ("recordings", "buckets", "crawls"):  # they hold the old engine
             self.__dict__.pop(held, None)
-        self._watch_commits(self.engine)
+        self.text.watch(self.engine)
         old.dispose()
 
     def _close_idle(self) -> None:
@@ -296,7 +289,7 @@ class Store(Searching):
         batches = self._prepared(docs, fetched_at, upstream)
         with (
             SeenNames() as seen,
-            self._index_session() as session,
+            self.text.bulk() as indexing,
             self._writer() as conn,
             engines.bulk_write(conn),
             conn.begin(),
@@ -305,11 +298,10 @@ class Store(Searching):
             ) as ready,
         ):
             for batch in ready:
-                changed.add(self._write_prepared(conn, batch, session))
+                changed.add(self._write_prepared(conn, batch, indexing))
                 seen.add(d.name for d in batch.docs)
                 total += len(batch.docs)
-            if session is not None:
-                session.finish(conn.connection.driver_connection)
+            indexing.finish(conn)
         self._refresh_vectors(changed.names)
         return PutReport(documents=seen.count, duplicates=total - seen.count)
 
@@ -340,22 +332,22 @@ class Store(Searching):
         return self._write_prepared(conn, prepare(docs, fetched_at, upstream))
 
     def _write_prepared(
-        self, conn: Connection, batch: Prepared, session: Session | None = None
+        self, conn: Connection, batch: Prepared, indexing: Indexing | None = None
     ) -> list[str]:
-        # Imported here: the index (chunker, tantivy) is not needed to read documents,
-        # and cold `dk-mirror get --offline` pays for every import.
+        # Imported here: cold `dk-mirror get --offline` pays for every import.
         from .tables import vectors, versions
-        from .textindex import engine as index
 
         # Same transaction: documents, their history and their search index commit or roll
         # back together. A copy without content is "changed" too: its old chunks must go.
+        # `indexing`: a bulk write's hold on the index, else the index as any write keeps it.
+        index = indexing or self.text
         docs = batch.docs
         changed = index.changed(conn, docs, batch.hashes)
         versions.record(
             conn, docs, batch.fetched_at, batch.upstream, self.keep_versions, batch.hashes
         )
         conn.execute(self._upsert, batch.rows)
-        index.reindex(conn, changed, batch.entries, session)
+        index.reindex(conn, changed, batch.entries)
         names = [doc.name for doc in changed]
         vectors.forget(conn, names)
         return names
