@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..snapshots.lockcheck import LockDrift
     from ..snapshots.lockfile import LockEntry
     from ..snapshots.read import VerifyReport
+    from ..store.api import StoreAccess
     from ..store.db.migrate import SchemaStatus
     from ..store.reader import Reader
     from ..store.store import Store
@@ -95,7 +96,7 @@ class Mirror:
         # existing SQLite store is then read with sqlite3 alone, which starts without
         # importing SQLAlchemy (a write still works: the Reader opens the full Store for it).
         self._use_reader = reader
-        self._store: Store | Reader | None = None
+        self._store: StoreAccess | None = None
         self._upstream: Upstream | None = None
         self._context: Context | None = None
 

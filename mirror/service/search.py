@@ -19,8 +19,7 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..search import filters
-    from ..store.reader import Reader
-    from ..store.store import Store
+    from ..store.api import StoreReads
     from ..store.textindex.ranking import DocumentHit
 
 # Page tokens the local index gives out start with this; upstream's never do.
@@ -228,7 +227,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def snippets(
-    store: Store | Reader, query: str, contents: Sequence[str]
+    store: StoreReads, query: str, contents: Sequence[str]
 ) -> list[list[tuple[str, bool]]]:
     """The snippet of each chunk text of a page of results, as (segment, marked) pairs on
     one line: the chunk as prose (no fence info strings, headings set off, no control

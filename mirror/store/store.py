@@ -220,6 +220,10 @@ class Store(Searching):
 
         return Buckets(self.engine, self._writer)
 
+    def full(self) -> Store:
+        """This Store (a Reader opens one for what it does not do itself)."""
+        return self
+
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""
         from .db.migrate import current_revision
