@@ -204,7 +204,7 @@ def main() -> None:
         assert isinstance(inner, Store)
         model.loaded().embed(["warm up"])  # the model's load is not a query's cost
         cold = _latency(mirror, ["first query loads the vectors"])[0]
-        matrix = inner._vectors
+        matrix = inner.vectors.matrix
         vectors = len(matrix.names) if matrix else 0
         print(f"cold: first hybrid query {ms(cold)} (reads {vectors:,} real vectors of "
               f"{args.docs:,} documents into memory)")  # fmt: skip

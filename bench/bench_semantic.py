@@ -79,7 +79,7 @@ def _grow(store: Store, rows: int) -> None:
 
     from mirror.semantic.matrix import Matrix, quantize
 
-    matrix = store._vectors
+    matrix = store.vectors.matrix
     assert matrix is not None and matrix.names, "run a hybrid search first"
     base = matrix.rows.astype(np.float32) * matrix.scales[:, None]
     repeats = -(-rows // len(base))
@@ -88,7 +88,7 @@ def _grow(store: Store, rows: int) -> None:
     grown = grown + rng.normal(0, 0.02, grown.shape).astype(np.float32)
     grown /= np.linalg.norm(grown, axis=1, keepdims=True)
     blobs, scales = zip(*quantize(grown), strict=True)
-    store._vectors = Matrix(matrix.generation, (matrix.names * repeats)[:rows], blobs, scales)
+    store.vectors.matrix = Matrix(matrix.generation, (matrix.names * repeats)[:rows], blobs, scales)
 
 
 def main() -> None:
@@ -158,7 +158,7 @@ def main() -> None:
                 begin = time.perf_counter()
                 model.loaded().embed([text + " ?"])  # not a cached query
                 embed.append(time.perf_counter() - begin)
-            count = len(inner._vectors.names) if inner._vectors else 0
+            count = len(inner.vectors.matrix.names) if inner.vectors.matrix else 0
             print(f"latency at {count} documents ({len(sample)} queries, page size 10):")
             print(f"  lexical  p50 {ms(pct(lexical, 50))}  p99 {ms(pct(lexical, 99))}")
             print(f"  hybrid   p50 {ms(pct(hybrid, 50))}  p99 {ms(pct(hybrid, 99))}  "

@@ -249,3 +249,33 @@ def test_the_tantivy_engine_needs_no_sqlalchemy(module: str) -> None:
         assert target not in ("mirror.store.db.engine", "mirror.store.schema.tables"), (
             f"{module} imports {target}, which imports SQLAlchemy"
         )
+
+
+def _all_imports(path: Path) -> list[str]:
+    """Like imports_of, with the imports under TYPE_CHECKING too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            found.append(".".join(base + ([node.module] if node.module else [])))
+    return found
+
+
+# The Store is built from its components (write/, tables/, textindex/), which are built from an
+# engine and a writer: none reaches back into store.py, not even for a type.
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        m
+        for m in MODULES
+        if any(_within(m, f"mirror.store.{p}") for p in ("write", "tables", "textindex"))
+    ),
+)
+def test_the_store_components_never_reach_back_into_the_store(module: str) -> None:
+    for target in _all_imports(MODULES[module]):
+        assert target != "mirror.store.store", f"{module} imports {target}"

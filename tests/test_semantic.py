@@ -319,9 +319,7 @@ def hybrid_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store.put(docs, fetched_at=1.0, upstream="test")
     wanted = {str(n) for q in relevance() for n in q["expected"]}  # type: ignore[attr-defined]
     others = [d.name for d in docs if d.content and d.name not in wanted][::25]
-    from mirror.store.tables import vectors
-
-    vectors.build(store, model.status(), names=sorted(wanted | set(others)))
+    store.vectors.build(model.status(), names=sorted(wanted | set(others)))
     store.close()
     yield url
 

@@ -39,12 +39,11 @@ from .write.prepared import batches as in_batches
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from ..semantic.matrix import Matrix
     from ..semantic.model import ModelInfo
     from .tables.buckets import Buckets
     from .tables.crawls import Crawls
     from .tables.recordings import Recordings
-    from .tables.vectors import Progress, SemanticFacts
+    from .tables.vectors import Progress, SemanticFacts, Vectors
     from .textindex.api import Indexing
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
@@ -84,8 +83,6 @@ class Store(Searching):
         # put_stream then reads and prepares in the writer's thread.
         self._one_thread = engines.one_thread(engine)
         self.readonly = False  # set by open(): a resized engine must open the same way
-        # The semantic index's vectors in memory, reloaded when their generation changes.
-        self._vectors: Matrix | None = None
         # Opened on first use by generation(): only a server's answer cache asks.
         self._probe: GenerationProbe | None = None
         self._probe_lock = threading.Lock()
@@ -212,6 +209,13 @@ class Store(Searching):
 
         # A crawl's batch writes its documents in its own transaction: hand it the writer.
         return Crawls(self.engine, self._writer, self._write_batch)
+
+    @cached_property
+    def vectors(self) -> Vectors:
+        """The semantic index: its vectors, kept and loaded (it follows a resized engine)."""
+        from .tables.vectors import Vectors
+
+        return Vectors(lambda: self.engine, self._writer, self.get_many)
 
     @cached_property
     def buckets(self) -> Buckets:
@@ -359,33 +363,26 @@ class Store(Searching):
     def _refresh_vectors(self, names: list[str]) -> None:
         # After the commit, never inside it: embedding takes ~0.1 s a document.
         if names:
-            from .tables import vectors
-
-            vectors.refresh(self, names)
+            self.vectors.refresh(names, readonly=self.readonly)
 
     def semantic_facts(self, model_key: str) -> SemanticFacts:
         """The semantic index's model, current vectors and documents waiting for one."""
-        from .tables import vectors
-
-        return vectors.facts(self, model_key)
+        return self.vectors.facts(model_key)
 
     def build_semantic(
         self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
     ) -> int:
         """Embed every document without a current vector for `info`'s model; how many."""
-        from .tables import vectors
-
-        return vectors.build(self, info, rebuild=rebuild, progress=progress)
+        return self.vectors.build(info, rebuild=rebuild, progress=progress)
 
     def dense_ranking(
         self, query: str, *, limit: int, where: Node | None = None
     ) -> list[tuple[str, float]] | None:
         """Documents nearest to `query` by meaning, best first (None: semantic tier off)."""
         from .db.filter_sql import to_sql
-        from .tables import vectors
 
         clause = to_sql(where, documents) if where is not None else None
-        return vectors.dense(self, query, limit, clause)
+        return self.vectors.dense(query, limit, clause)
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None, *, content_only: bool = False
@@ -409,7 +406,7 @@ class Store(Searching):
         """Documents with content in name order, streamed (for snapshots and exports)."""
         from .write.bulk import iter_documents
 
-        return iter_documents(self, prefix=prefix, data_source=data_source, names=names)
+        return iter_documents(self.engine, prefix=prefix, data_source=data_source, names=names)
 
     def versions(self, name: str) -> list[Version]:
         """Every stored version of `name`, newest first, the current one marked."""
@@ -468,7 +465,11 @@ class Store(Searching):
         returns (written, removed)."""
         from .write.bulk import apply_stream
 
-        return apply_stream(self, changes, fetched_at=fetched_at, upstream=upstream)
+        written, removed, changed = apply_stream(
+            self._writer, self._write_batch, changes, fetched_at=fetched_at, upstream=upstream
+        )
+        self._refresh_vectors(changed)
+        return written, removed
 
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""
