@@ -279,3 +279,11 @@ def _all_imports(path: Path) -> list[str]:
 def test_the_store_components_never_reach_back_into_the_store(module: str) -> None:
     for target in _all_imports(MODULES[module]):
         assert target != "mirror.store.store", f"{module} imports {target}"
+
+
+# The store keeps and reads vectors; it never runs a model: when and what to embed, and the
+# embedding itself, are the service's (mirror/service/semantic.py).
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _within(m, "mirror.store")))
+def test_the_store_never_runs_the_model(module: str) -> None:
+    for target in _all_imports(MODULES[module]):
+        assert not _within(target, "mirror.semantic"), f"{module} imports {target}"

@@ -121,7 +121,10 @@ class Mirror:
     def _ctx(self) -> Context:
         """The use cases' context, opening (and migrating) the store on first use."""
         if self._context is None:
+            from .semantic import watch
+
             self._store = self._open_reader() or self._open_store()
+            watch(self._store)  # each write's documents embedded after its commit
             self._context = Context(self.settings, self._store, self._open_upstream, self.clock)
         return self._context
 

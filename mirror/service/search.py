@@ -283,7 +283,9 @@ def hybrid_ranking(
     # and this one would be wasted (it still is in the rare process whose model is loaded
     # while this store's tier is off, e.g. its index was just dropped).
     lexical = lexical_ranking(ctx, query, limit=depth, node=node) if prefetch_query(query) else None
-    dense = ctx.store.dense_ranking(query, limit=max(limit, DENSE_DEPTH), where=node)
+    from .semantic import dense as dense_ranking
+
+    dense = dense_ranking(ctx.store, query, limit=max(limit, DENSE_DEPTH), where=node)
     if dense is None:
         return None
     from ..search.fusion import reciprocal_rank_fusion

@@ -9,7 +9,7 @@ against either class.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -26,12 +26,11 @@ if TYPE_CHECKING:
         Version,
     )
     from ..search.filters import Node
-    from ..semantic.model import ModelInfo
     from .reader import Reader
     from .store import Store
     from .tables.buckets import Buckets
     from .tables.recorded import RecordedAnswer, RecordedPage
-    from .tables.vectors import Progress, SemanticFacts
+    from .tables.vectors import SemanticFacts, VectorState
     from .textindex.api import IndexState
     from .textindex.ranking import DocumentHit, LocalHit
 
@@ -157,10 +156,18 @@ class StoreReads(Protocol):
         """How the search index compares with the documents."""
         ...
 
-    def dense_ranking(
-        self, query: str, *, limit: int, where: Node | None = None
-    ) -> list[tuple[str, float]] | None:
-        """Documents nearest to `query` by meaning, best first (None: semantic tier off)."""
+    def semantic_state(self) -> VectorState | None:
+        """The semantic index's model and generation (None: never built)."""
+        ...
+
+    def vector_rows(
+        self, model_key: str
+    ) -> tuple[VectorState | None, list[str], list[bytes], list[float]]:
+        """The semantic index's state and current vectors of `model_key`, in name order."""
+        ...
+
+    def passing(self, names: Sequence[str], where: Node) -> set[str]:
+        """The names among `names` whose documents pass the filter `where`."""
         ...
 
     def semantic_facts(self, model_key: str) -> SemanticFacts:
@@ -216,10 +223,20 @@ class StoreAccess(StoreReads, Protocol):
         """Rebuild the search index from the documents; how many it holds."""
         ...
 
-    def build_semantic(
-        self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
-    ) -> int:
-        """Embed every document without a current vector for `info`'s model; how many."""
+    def on_written(self, watcher: Callable[[list[str]], None]) -> None:
+        """Call `watcher` with the names each write changes, after its commit."""
+        ...
+
+    def begin_vectors(
+        self, model_key: str, *, rebuild: bool = False, names: Sequence[str] | None = None
+    ) -> list[str]:
+        """Turn the semantic index on for `model_key`; the documents waiting for a vector."""
+        ...
+
+    def write_vectors(
+        self, model_key: str, docs: Sequence[Document], vectors: Sequence[tuple[bytes, float]]
+    ) -> None:
+        """Store the quantized vectors of `docs` for `model_key`, in one transaction."""
         ...
 
     def prune_versions(self, keep: int, names: Sequence[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +36,10 @@ from .db.rows import cached_document
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from ..semantic.model import ModelInfo
     from .store import Store
     from .tables.buckets import Buckets
     from .tables.recorded import RecordedAnswer, RecordedPage
-    from .tables.vectors import Progress, SemanticFacts
+    from .tables.vectors import SemanticFacts, VectorState
     from .textindex.api import IndexState
     from .textindex.ranking import DocumentHit, LocalHit
     from .textindex.sqlite.engine import TantivyEngine
@@ -81,6 +80,7 @@ class Reader:
         self._full: Store | None = None
         self._has_index: bool | None = None
         self._tantivy: TantivyEngine | None = None
+        self._watchers: list[Callable[[list[str]], None]] = []
 
     @classmethod
     def open(
@@ -130,7 +130,15 @@ class Reader:
                 readonly=self._readonly,
                 keep_versions=self._keep_versions,
             )
+            for watcher in self._watchers:
+                self._full.on_written(watcher)
         return self._full
+
+    def on_written(self, watcher: Callable[[list[str]], None]) -> None:
+        """Call `watcher` with the names each write changed (the writes go to the full Store)."""
+        self._watchers.append(watcher)
+        if self._full is not None:
+            self._full.on_written(watcher)
 
     # -- reads, with the Store's SQL ------------------------------------------------------
 
@@ -263,24 +271,41 @@ class Reader:
         """Quota buckets shared by every process on the store (through the full Store)."""
         return self.full().buckets
 
-    def dense_ranking(
-        self, query: str, *, limit: int, where: Node | None = None
-    ) -> list[tuple[str, float]] | None:
-        """Documents nearest to `query` by meaning (through the full Store, and only when the
-        semantic index was ever built, so a store without one keeps the cold path cheap)."""
-        if self._conn.execute(sql.HAS_SEMANTIC_INDEX).fetchone() is None:
+    def semantic_state(self) -> VectorState | None:
+        """The semantic index's model and generation, read here: a store that never built
+        one keeps the cold path cheap."""
+        row = self._conn.execute(sql.SEMANTIC_STATE).fetchone()
+        if row is None:
             return None
-        return self.full().dense_ranking(query, limit=limit, where=where)
+        from .tables.vectors import VectorState
+
+        return VectorState(row[0], int(row[1]))
+
+    def vector_rows(
+        self, model_key: str
+    ) -> tuple[VectorState | None, list[str], list[bytes], list[float]]:
+        """The semantic index's current vectors (through the full Store)."""
+        return self.full().vector_rows(model_key)
+
+    def passing(self, names: Sequence[str], where: Node) -> set[str]:
+        """The names among `names` whose documents pass `where` (through the full Store)."""
+        return self.full().passing(names, where)
 
     def semantic_facts(self, model_key: str) -> SemanticFacts:
         """The semantic index's state (through the full Store)."""
         return self.full().semantic_facts(model_key)
 
-    def build_semantic(
-        self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
-    ) -> int:
-        """Embed documents without a current vector (through the full Store)."""
-        return self.full().build_semantic(info, rebuild=rebuild, progress=progress)
+    def begin_vectors(
+        self, model_key: str, *, rebuild: bool = False, names: Sequence[str] | None = None
+    ) -> list[str]:
+        """Turn the semantic index on (through the full Store)."""
+        return self.full().begin_vectors(model_key, rebuild=rebuild, names=names)
+
+    def write_vectors(
+        self, model_key: str, docs: Sequence[Document], vectors: Sequence[tuple[bytes, float]]
+    ) -> None:
+        """Store quantized vectors (through the full Store)."""
+        self.full().write_vectors(model_key, docs, vectors)
 
     def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
         """Write documents (through the full Store)."""

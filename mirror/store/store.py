@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -39,11 +39,10 @@ from .write.prepared import batches as in_batches
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from ..semantic.model import ModelInfo
     from .tables.buckets import Buckets
     from .tables.crawls import Crawls
     from .tables.recordings import Recordings
-    from .tables.vectors import Progress, SemanticFacts, Vectors
+    from .tables.vectors import SemanticFacts, Vectors, VectorState
     from .textindex.api import Indexing
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
@@ -87,6 +86,8 @@ class Store(Searching):
         self._probe: GenerationProbe | None = None
         self._probe_lock = threading.Lock()
         self._probe_opened = False
+        # Told the names each write changed, after its commit (the service embeds them).
+        self._watchers: list[Callable[[list[str]], None]] = []
         # Local search, chosen once for this database: SQLite's tantivy index beside the file
         # (opened on first need), or PostgreSQL's tsvector columns.
         self.text = engine_for(engine, lambda: self.engine, self._writer)
@@ -212,10 +213,10 @@ class Store(Searching):
 
     @cached_property
     def vectors(self) -> Vectors:
-        """The semantic index: its vectors, kept and loaded (it follows a resized engine)."""
+        """The semantic index's vectors (it follows a resized engine)."""
         from .tables.vectors import Vectors
 
-        return Vectors(lambda: self.engine, self._writer, self.get_many)
+        return Vectors(lambda: self.engine, self._writer)
 
     @cached_property
     def buckets(self) -> Buckets:
@@ -360,29 +361,48 @@ class Store(Searching):
         vectors.forget(conn, names)
         return names
 
+    def on_written(self, watcher: Callable[[list[str]], None]) -> None:
+        """Call `watcher` with the names each write changed, after its commit (a bulk write:
+        the first write.bulk.REPORTED of them)."""
+        self._watchers.append(watcher)
+
     def _refresh_vectors(self, names: list[str]) -> None:
         # After the commit, never inside it: embedding takes ~0.1 s a document.
         if names:
-            self.vectors.refresh(names, readonly=self.readonly)
+            for watcher in self._watchers:
+                watcher(names)
 
     def semantic_facts(self, model_key: str) -> SemanticFacts:
         """The semantic index's model, current vectors and documents waiting for one."""
         return self.vectors.facts(model_key)
 
-    def build_semantic(
-        self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
-    ) -> int:
-        """Embed every document without a current vector for `info`'s model; how many."""
-        return self.vectors.build(info, rebuild=rebuild, progress=progress)
+    def semantic_state(self) -> VectorState | None:
+        """The semantic index's model and generation (None: never built)."""
+        return self.vectors.state()
 
-    def dense_ranking(
-        self, query: str, *, limit: int, where: Node | None = None
-    ) -> list[tuple[str, float]] | None:
-        """Documents nearest to `query` by meaning, best first (None: semantic tier off)."""
+    def vector_rows(
+        self, model_key: str
+    ) -> tuple[VectorState | None, list[str], list[bytes], list[float]]:
+        """The semantic index's state and current vectors of `model_key`, in name order."""
+        return self.vectors.rows(model_key)
+
+    def begin_vectors(
+        self, model_key: str, *, rebuild: bool = False, names: Sequence[str] | None = None
+    ) -> list[str]:
+        """Turn the semantic index on for `model_key`; the documents waiting for a vector."""
+        return self.vectors.begin(model_key, rebuild=rebuild, names=names)
+
+    def write_vectors(
+        self, model_key: str, docs: Sequence[Document], vectors: Sequence[tuple[bytes, float]]
+    ) -> None:
+        """Store the quantized vectors of `docs` for `model_key`, in one transaction."""
+        self.vectors.write(model_key, docs, vectors)
+
+    def passing(self, names: Sequence[str], where: Node) -> set[str]:
+        """The names among `names` whose documents pass the filter `where`."""
         from .db.filter_sql import to_sql
 
-        clause = to_sql(where, documents) if where is not None else None
-        return self.vectors.dense(query, limit, clause)
+        return self.vectors.passing(names, to_sql(where, documents))
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None, *, content_only: bool = False

@@ -1,21 +1,21 @@
-"""The semantic index in the store: which documents have a current vector, building it, and
-the dense ranking that hybrid search fuses with the lexical one.
+"""The semantic index in the store: its vectors, which documents have a current one, and
+which model they are of. The store keeps and reads vectors; it never runs a model
+(mirror/service/semantic.py decides what to embed, embeds, and ranks).
 
 The store stays the source of truth. A write deletes the vectors of the documents it changes
 in the same transaction (`forget`), so no stale vector outlives its document; the new vectors
-are computed after the commit (`refresh`, when the index is on and the model installed) or by
-`dk-mirror index update`. A crash in between leaves documents without a current vector: `pending`
-finds them (no vector for this model and this content), and `build` computes only those.
-Vectors are computed with no transaction open; each batch is written in its own short one.
+are computed after the commit, or by `dk-mirror index update`. A crash in between leaves
+documents without a current vector: `pending` finds them (no vector for this model and this
+content), and only those are computed. Vectors are computed with no transaction open; each
+batch is written in its own short one (`write`).
 """
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, update
 
@@ -23,22 +23,16 @@ from ...models import Document
 from ..schema.embeddings import doc_vectors, semantic_state
 from ..schema.tables import documents
 
-if TYPE_CHECKING:
-    from ...models import CachedDocument
-    from ...semantic.matrix import Matrix
-    from ...semantic.model import ModelInfo
-
-log = logging.getLogger(__name__)
-
 _BATCH = 500
-# Documents embedded per write transaction by `build`: a crash loses at most this many.
-EMBED_BATCH = 64
-Progress = Callable[[int, int], None]
-# Reads the stored copies of some names (Store.get_many).
-Read = Callable[[Sequence[str]], Mapping[str, "CachedDocument"]]
-# Documents a write embeds by itself: a fetch of a few batches (about 10 s here); more waits
-# for `dk-mirror index update`, so an import of thousands of pages is not slowed by minutes.
-AUTO_EMBED = 100
+
+
+@dataclass(frozen=True, slots=True)
+class VectorState:
+    """The model the semantic index was built for, and its generation (which changes with
+    every change to its vectors)."""
+
+    model: str
+    generation: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,16 +94,11 @@ def pending(conn: Connection, key: str, names: Sequence[str] | None = None) -> l
 
 class Vectors:
     """The semantic index of one store, built from its engine (as it is at each call: a
-    server resizes it), a writer and a way to read documents; holds the loaded vectors."""
+    server resizes it) and a writer."""
 
-    def __init__(
-        self, engine: Callable[[], Engine], writer: Callable[[], Connection], read: Read
-    ) -> None:
+    def __init__(self, engine: Callable[[], Engine], writer: Callable[[], Connection]) -> None:
         self._engine = engine
         self._writer = writer
-        self._read = read
-        # The vectors in memory, reloaded when their generation changes.
-        self.matrix: Matrix | None = None
 
     def facts(self, key: str) -> SemanticFacts:
         """Where the semantic index stands for model `key`."""
@@ -125,56 +114,41 @@ class Vectors:
             ).scalar_one()
         return SemanticFacts(row.model if row else None, int(current), int(waiting))
 
-    def build(
-        self,
-        info: ModelInfo,
-        *,
-        rebuild: bool = False,
-        names: Sequence[str] | None = None,
-        progress: Progress | None = None,
-    ) -> int:
-        """Compute the missing or stale vectors (of `names`, if given) for the installed
-        model; returns how many. Turns the index on; a new model (or `rebuild`) drops every
-        old vector."""
-        from ...semantic.matrix import quantize
-        from ...semantic.model import loaded
-        from ...semantic.text import document_text
+    def state(self) -> VectorState | None:
+        """The index's model and generation; None when it was never built."""
+        with self._engine().connect() as conn:
+            row = _state(conn)
+        return None if row is None else VectorState(row.model, int(row.generation))
 
-        embedder = loaded()
+    def begin(
+        self, key: str, *, rebuild: bool = False, names: Sequence[str] | None = None
+    ) -> list[str]:
+        """Turn the index on for model `key` (a new model, or `rebuild`, drops every old
+        vector); returns the documents (of `names`, if given) without a current vector."""
         with self._writer() as conn, conn.begin():
             row = _state(conn)
             if row is None:
                 conn.execute(
                     insert(semantic_state).values(
-                        id=1, model=info.key, generation=1, updated_at=time.time()
+                        id=1, model=key, generation=1, updated_at=time.time()
                     )
                 )
-            elif rebuild or row.model != info.key:
+            elif rebuild or row.model != key:
                 conn.execute(delete(doc_vectors))
                 conn.execute(
                     update(semantic_state).values(
-                        model=info.key,
+                        model=key,
                         generation=semantic_state.c.generation + 1,
                         updated_at=time.time(),
                     )
                 )
-            todo = pending(conn, info.key, names)
-        done = 0
-        if progress:
-            progress(0, len(todo))
-        for start in range(0, len(todo), EMBED_BATCH):
-            found = self._read(todo[start : start + EMBED_BATCH]).values()
-            batch = [c.document for c in found if c.document.content is not None]
-            texts = [document_text(d.title, d.description, d.content) for d in batch]
-            self._write(info.key, batch, quantize(embedder.embed(texts)))
-            done += len(batch)
-            if progress:
-                progress(min(start + EMBED_BATCH, len(todo)), len(todo))
-        return done
+            return pending(conn, key, names)
 
-    def _write(
+    def write(
         self, key: str, docs: Sequence[Document], vectors: Sequence[tuple[bytes, float]]
     ) -> None:
+        """Store the vectors (quantized: bytes and scale) of `docs` for model `key`, in one
+        transaction; a document deleted meanwhile is skipped."""
         from ...models import content_sha256
 
         rows = [
@@ -200,76 +174,21 @@ class Vectors:
             _bump(conn)
             conn.execute(update(semantic_state).values(updated_at=time.time()))
 
-    def refresh(self, names: Sequence[str], *, readonly: bool) -> None:
-        """After a write: embed the written documents when the index is on and its model is
-        installed; otherwise nothing (cheap: one small query). Never fails the write: a
-        failure leaves the documents pending for `dk-mirror index update`. A bulk write (an
-        import, a snapshot) of more than AUTO_EMBED documents is left to `dk-mirror index
-        update` too, with its progress bar."""
-        if not names or readonly:
-            return
-        if len(names) > AUTO_EMBED:
-            log.info("semantic index: %d documents left for `dk-mirror index update`", len(names))
-            return
-        with self._engine().connect() as conn:
+    def rows(self, key: str) -> tuple[VectorState | None, list[str], list[bytes], list[float]]:
+        """The index's state and the current vectors of model `key` (names, bytes, scales),
+        in name order, read in one snapshot."""
+        with self._engine().connect() as conn, conn.begin():
             row = _state(conn)
-        if row is None:
-            return  # the semantic index was never turned on
-        from ...semantic.model import status
+            found = conn.execute(
+                select(doc_vectors.c.name, doc_vectors.c.vector, doc_vectors.c.scale)
+                .join(documents, _current(key))
+                .order_by(doc_vectors.c.name)
+            ).all()
+        state = None if row is None else VectorState(row.model, int(row.generation))
+        return state, [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
 
-        info = status()
-        if not info.available or row.model != info.key:
-            return  # `doctor` says why and how to fix it
-        try:
-            self.build(info, names=names)
-        except Exception as exc:  # the documents are stored; only their vectors wait
-            log.warning(
-                "semantic index: %d documents left for `dk-mirror index update`: %s",
-                len(names),
-                exc,
-            )
-
-    def dense(
-        self, query: str, limit: int, where: ColumnElement[bool] | None = None
-    ) -> list[tuple[str, float]] | None:
-        """The `limit` documents nearest to `query` by their vectors, best first; None when
-        the semantic tier is off (extra not installed, index never built, or built by another
-        model)."""
-        from ...semantic.model import loaded
-
+    def passing(self, names: Sequence[str], where: ColumnElement[bool]) -> set[str]:
+        """The names among `names` whose documents pass `where`."""
         with self._engine().connect() as conn:
-            row = _state(conn)
-            if row is None:
-                return None  # never built: stay lexical without looking for the model
-            info = loaded().info  # looked up once per process: a package lookup costs ~8 ms
-            if not info.available or row.model != info.key:
-                return None
-            matrix = self.matrix
-            if matrix is None or matrix.generation != row.generation:
-                from ...semantic.matrix import Matrix
-
-                rows = conn.execute(
-                    select(doc_vectors.c.name, doc_vectors.c.vector, doc_vectors.c.scale)
-                    .join(documents, _current(info.key))
-                    .order_by(doc_vectors.c.name)
-                ).all()
-                matrix = Matrix(
-                    row.generation,
-                    [r[0] for r in rows],
-                    [r[1] for r in rows],
-                    [r[2] for r in rows],
-                )
-                self.matrix = matrix
-        vector = loaded().embed_query(query)
-        ranked = matrix.top(vector, limit if where is None else max(limit * 4, 200))
-        if where is None or not ranked:
-            return ranked
-        with self._engine().connect() as conn:
-            passing = set(
-                conn.execute(
-                    select(documents.c.name).where(
-                        documents.c.name.in_([n for n, _ in ranked]), where
-                    )
-                ).scalars()
-            )
-        return [(n, s) for n, s in ranked if n in passing][:limit]
+            query = select(documents.c.name).where(documents.c.name.in_(list(names)), where)
+            return set(conn.execute(query).scalars())

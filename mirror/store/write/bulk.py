@@ -14,6 +14,10 @@ from ..tables import vectors, versions
 
 # Rows fetched per round trip while streaming; bounds memory for 50,000-document stores.
 STREAM_BATCH = 500
+# Names of changed documents a bulk write reports to the store's watcher, at most: the
+# service embeds up to 100 a write by itself (service/semantic.AUTO_EMBED) and leaves more to
+# `dk-mirror index update`, so past this it only needs to know there were more.
+REPORTED = 101
 # Writes a batch of documents in the caller's transaction (history, upsert, search index,
 # stale vectors: Store._write_batch); returns the names it changed.
 WriteBatch = Callable[[Connection, list[Document], float, str], list[str]]
@@ -84,17 +88,14 @@ def apply_stream(
 
 
 class Changed:
-    """Names a bulk write changed, kept only while a write may still embed them itself
-    (vectors.AUTO_EMBED): past that, `dk-mirror index update` does, so memory stays bounded."""
+    """Names a bulk write changed, the first REPORTED of them, so memory stays bounded."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
 
     def add(self, names: list[str]) -> None:
-        from ..tables.vectors import AUTO_EMBED
-
-        if len(self.names) <= AUTO_EMBED:
-            self.names.extend(names[: AUTO_EMBED + 1 - len(self.names)])
+        if len(self.names) < REPORTED:
+            self.names.extend(names[: REPORTED - len(self.names)])
 
 
 def _put(
