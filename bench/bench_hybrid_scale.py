@@ -3,7 +3,7 @@
 Usage: python -m bench.bench_hybrid_scale [--docs 50000] [--queries 200] [--cache DIR]
 Needs the `semantic` extra (pip install -e '.[semantic]').
 1. The store: --docs synthetic documents (bench_search's generator, drawn from the shared
-   corpus' vocabulary), imported with the lexical index, then embedded by `Store.build_semantic`
+   corpus' vocabulary), imported with the lexical index, then embedded by `mirror.service.semantic.build`
    exactly as `dk-mirror index update` does. Embedding runs ~75 documents/s on the 2-core dev
    machine (about 11 minutes for 50,000), so the store is built once and kept in the cache
    folder (default ~/.cache/dk-mirror-bench/, never the checkout), named by the document count,
@@ -36,7 +36,7 @@ from bench.common import add_corpus_option, ms, pct
 from mirror.config import Settings
 from mirror.policy import Mode
 from mirror.search.lexical import STOPWORDS
-from mirror.service import Mirror
+from mirror.service import Mirror, semantic
 from mirror.store.store import Store
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def ensure_store(path: Path, synthetic: Synthetic, docs: int, *, embed: bool = T
                 print(f"  embedded {done:,}/{total:,}", file=sys.stderr, flush=True)
 
         start = time.perf_counter()
-        embedded = store.build_semantic(info, progress=progress)
+        embedded = semantic.build(store, info, progress=progress)
         if embedded:
             took = time.perf_counter() - start
             print(f"embedded {embedded:,} documents in {took:.0f} s ({embedded / took:.0f}/s)")
@@ -108,14 +108,14 @@ def _both(mirror: Mirror, store: Store, queries: list[str]) -> tuple[list[float]
     two taking turns."""
     from mirror.semantic import model
 
-    dense, prefetch = store.dense_ranking, model.prefetch_query
+    dense, prefetch = semantic.dense, model.prefetch_query
     lexical: list[float] = []
     hybrid: list[float] = []
     for query in queries:
-        store.dense_ranking = lambda *a, **k: None  # type: ignore[method-assign]
+        semantic.dense = lambda *a, **k: None  # type: ignore[assignment]
         model.prefetch_query = lambda text: False
         lexical += _latency(mirror, [query])
-        store.dense_ranking, model.prefetch_query = dense, prefetch  # type: ignore[method-assign]
+        semantic.dense, model.prefetch_query = dense, prefetch
         hybrid += _latency(mirror, [query])
     return lexical, hybrid
 
@@ -204,7 +204,7 @@ def main() -> None:
         assert isinstance(inner, Store)
         model.loaded().embed(["warm up"])  # the model's load is not a query's cost
         cold = _latency(mirror, ["first query loads the vectors"])[0]
-        matrix = inner._vectors
+        matrix = semantic._matrices.get(inner)
         vectors = len(matrix.names) if matrix else 0
         print(f"cold: first hybrid query {ms(cold)} (reads {vectors:,} real vectors of "
               f"{args.docs:,} documents into memory)")  # fmt: skip

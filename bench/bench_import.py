@@ -30,8 +30,8 @@ from mirror.store.db import compression
 from mirror.store.db.rows import document_row as _row
 from mirror.store.schema.tables import documents
 from mirror.store.store import Store
-from mirror.store.textindex.engine import entry
 from mirror.store.textindex.sqlite import index as text_index
+from mirror.store.textindex.sqlite.engine import entry
 from mirror.store.textindex.sqlite.entries import Entry
 
 COLUMNS = tuple(c.name for c in documents.columns)

@@ -43,7 +43,7 @@ from mirror.records import read_documents
 from mirror.search.chunking import chunk_markdown
 from mirror.search.lexical import STOPWORDS
 from mirror.store.store import Store
-from mirror.store.textindex import engine as index
+from mirror.store.textindex.sqlite.adapter import SqliteText
 
 from .pg_scratch import add_pg_option, scratch_database
 
@@ -64,16 +64,16 @@ def corpus(directory: str | None = None) -> list[Document]:
     return [doc for path in paths for doc in read_documents(path)]
 
 
-def _no_index(conn: Connection, docs: Iterable[Document]) -> int:
+def _no_index(text: SqliteText, conn: Connection, docs: Iterable[Document], *rest: object) -> int:
     return 0
 
 
 def build(url: str, docs: Iterable[Document], *, indexed: bool = True) -> float:
     """Seconds to put `docs` in batches of BATCH into a new store (generation not counted)."""
     store = Store.open(url)
-    real = index.reindex
+    real = SqliteText.reindex
     if not indexed:
-        index.reindex = _no_index
+        SqliteText.reindex = _no_index  # type: ignore[method-assign,assignment]
     total = 0.0
 
     def put(batch: list[Document]) -> float:
@@ -91,7 +91,7 @@ def build(url: str, docs: Iterable[Document], *, indexed: bool = True) -> float:
         if batch:
             total += put(batch)
     finally:
-        index.reindex = real
+        SqliteText.reindex = real  # type: ignore[method-assign]
         store.close()
     return total
 

@@ -3,7 +3,7 @@
 Usage: python -m bench.bench_semantic [--corpus DIR] [--docs N] [--queries 200] [--at 50000]
 Needs the `semantic` extra (pip install -e '.[semantic]').
 1. Build: every document of the shared corpus (three files, 2,774 pages) is imported, then
-   `Store.build_semantic` embeds them: documents/s and total seconds (target: under 5 minutes).
+   `mirror.service.semantic.build` embeds them: documents/s and total seconds (target: under 5 minutes).
 2. Size: bytes of the semantic index (vector rows) as a fraction of the documents' bytes.
 3. Quality on tests/data/relevance_semantic.json (paraphrased questions): hit@1, hit@5 and
    MRR@10 of the lexical tier alone and of the hybrid (a page counts once, at its best rank).
@@ -30,7 +30,7 @@ from mirror.config import Settings
 from mirror.models import Document
 from mirror.policy import Mode
 from mirror.records import read_documents
-from mirror.service import Mirror
+from mirror.service import Mirror, semantic
 from mirror.store.store import Store
 
 FILES = ("developer.chrome.com-en.jsonl.gz", "developer.chrome.com-intl.jsonl.gz",
@@ -79,7 +79,7 @@ def _grow(store: Store, rows: int) -> None:
 
     from mirror.semantic.matrix import Matrix, quantize
 
-    matrix = store._vectors
+    matrix = semantic._matrices.get(store)
     assert matrix is not None and matrix.names, "run a hybrid search first"
     base = matrix.rows.astype(np.float32) * matrix.scales[:, None]
     repeats = -(-rows // len(base))
@@ -88,7 +88,9 @@ def _grow(store: Store, rows: int) -> None:
     grown = grown + rng.normal(0, 0.02, grown.shape).astype(np.float32)
     grown /= np.linalg.norm(grown, axis=1, keepdims=True)
     blobs, scales = zip(*quantize(grown), strict=True)
-    store._vectors = Matrix(matrix.generation, (matrix.names * repeats)[:rows], blobs, scales)
+    semantic._matrices[store] = Matrix(
+        matrix.generation, (matrix.names * repeats)[:rows], blobs, scales
+    )
 
 
 def main() -> None:
@@ -116,7 +118,7 @@ def main() -> None:
         store.put(docs, fetched_at=1.0, upstream="bench")
         model.loaded().embed(["warm up"])  # model load is not indexing
         start = time.perf_counter()
-        embedded = store.build_semantic(info)
+        embedded = semantic.build(store, info)
         took = time.perf_counter() - start
         print(f"model: {info.key}")
         print(f"build: {embedded} documents in {took:.1f} s = {embedded / took:.1f} documents/s "
@@ -148,17 +150,18 @@ def main() -> None:
             inner = mirror._ctx().store
             assert isinstance(inner, Store)
             # Lexical alone: the same page with the semantic tier switched off.
-            dense = inner.dense_ranking
-            inner.dense_ranking = lambda *a, **k: None  # type: ignore[method-assign]
+            dense = semantic.dense
+            semantic.dense = lambda *a, **k: None  # type: ignore[assignment]
             lexical = _latency(mirror, sample)
-            inner.dense_ranking = dense  # type: ignore[method-assign]
+            semantic.dense = dense
             hybrid = _latency(mirror, sample)
             embed = []
             for text in sample[:50]:
                 begin = time.perf_counter()
                 model.loaded().embed([text + " ?"])  # not a cached query
                 embed.append(time.perf_counter() - begin)
-            count = len(inner._vectors.names) if inner._vectors else 0
+            loaded = semantic._matrices.get(inner)
+            count = len(loaded.names) if loaded else 0
             print(f"latency at {count} documents ({len(sample)} queries, page size 10):")
             print(f"  lexical  p50 {ms(pct(lexical, 50))}  p99 {ms(pct(lexical, 99))}")
             print(f"  hybrid   p50 {ms(pct(hybrid, 50))}  p99 {ms(pct(hybrid, 99))}  "

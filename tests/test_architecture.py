@@ -74,16 +74,9 @@ COLD_PATH_WRITE_HELPERS = {
     # cached_document (read) sits beside upsert/insert statements (write), built on demand.
     "mirror.store.db.rows": "INSERT ... ON CONFLICT statements for the writer",
 }
-# The SQLite text index's one module allowed to speak SQLAlchemy, if it ever needs one.
-SQLITE_INDEX_ADAPTERS: frozenset[str] = frozenset()
-
-# Cycles inside the store that its reshaping (issue 26) removes: write/bulk.py and
-# tables/vectors.py call private methods of Store, which imports both. Listed so the rest of
-# the package is held to zero cycles now; the test fails as soon as one of them is gone or
-# has changed shape, so the list cannot outlive them.
-KNOWN_STORE_CYCLES: tuple[frozenset[str], ...] = (
-    frozenset({"mirror.store.store", "mirror.store.tables.vectors", "mirror.store.write.bulk"}),
-)
+# The SQLite text index's one module that speaks SQLAlchemy: the Store's thin adapter onto the
+# tantivy engine, which itself runs on plain sqlite3 connections (the cold-start Reader's).
+SQLITE_INDEX_ADAPTERS: frozenset[str] = frozenset({"mirror.store.textindex.sqlite.adapter"})
 
 AT_IMPORT = "at import"  # runs when the module is imported
 IN_FUNCTION = "in a function"  # runs when the function is called
@@ -332,12 +325,8 @@ def test_serve_never_imports_the_cli() -> None:
 
 
 def test_no_import_cycles_even_under_type_checking() -> None:
-    found = set(cycles(REAL))
-    new = [describe_cycle(REAL, c) for c in found - set(KNOWN_STORE_CYCLES)]
-    assert not new, "import cycles: " + " | ".join(new)
-    gone = [sorted(c) for c in set(KNOWN_STORE_CYCLES) - found]
-    assert not gone, f"no longer a cycle as listed: update KNOWN_STORE_CYCLES {gone}"
-    assert all(_within(m, "mirror.store") for c in KNOWN_STORE_CYCLES for m in c)
+    found = [describe_cycle(REAL, c) for c in cycles(REAL)]
+    assert not found, "import cycles: " + " | ".join(found)
 
 
 def test_the_cold_path_loads_no_sql_toolkit() -> None:
@@ -519,3 +508,52 @@ PURE_CRAWL_ALLOWED = {
 def test_the_crawl_decisions_are_pure(module: str) -> None:
     for target in imports_of(MODULES[module]):
         assert target in PURE_CRAWL_ALLOWED, f"{module} imports {target}"
+
+
+# The store's search engine is chosen once, when the store opens (textindex/choose.py): no
+# other module of textindex/ or the Store's search mixin asks which database it is on.
+TEXTINDEX = [m for m in MODULES if _within(m, "mirror.store.textindex")] + [
+    "mirror.store.searching"
+]
+
+
+@pytest.mark.parametrize("module", sorted(TEXTINDEX))
+def test_the_search_engine_is_chosen_once(module: str) -> None:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    reads = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "dialect"
+    ]
+    if module == "mirror.store.textindex.choose":
+        assert reads, "choose.py should pick the engine from the database's dialect"
+    else:
+        assert not reads, f"{module} reads the dialect (lines {reads}): choose.py does, once"
+
+
+def _all_imports(path: Path) -> list[str]:
+    """Like imports_of, with the imports under TYPE_CHECKING too."""
+    return REAL.targets(REAL.module_name(path), AT_IMPORT, IN_FUNCTION, TYPING)
+
+
+# The Store is built from its components (write/, tables/, textindex/), which are built from an
+# engine and a writer: none reaches back into store.py, not even for a type.
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        m
+        for m in MODULES
+        if any(_within(m, f"mirror.store.{p}") for p in ("write", "tables", "textindex"))
+    ),
+)
+def test_the_store_components_never_reach_back_into_the_store(module: str) -> None:
+    for target in _all_imports(MODULES[module]):
+        assert target != "mirror.store.store", f"{module} imports {target}"
+
+
+# The store keeps and reads vectors; it never runs a model: when and what to embed, and the
+# embedding itself, are the service's (mirror/service/semantic.py).
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _within(m, "mirror.store")))
+def test_the_store_never_runs_the_model(module: str) -> None:
+    for target in _all_imports(MODULES[module]):
+        assert not _within(target, "mirror.semantic"), f"{module} imports {target}"

@@ -15,7 +15,8 @@ import pytest
 from mirror.config import Settings
 from mirror.errors import InvalidInput
 from mirror.service import Mirror
-from mirror.store.textindex import engine as index
+from mirror.store.textindex.sqlite import engine as index
+from mirror.store.textindex.sqlite.adapter import SqliteText
 from mirror.store.write.ahead import Ahead
 from mirror.store.write.prepared import PUT_BATCH
 from tests.test_import_limits import record
@@ -112,7 +113,7 @@ def test_a_failure_in_the_writer_stops_the_preparing_thread(
 ) -> None:
     db, path = filled
     before = _dump(db)
-    monkeypatch.setattr(index, "reindex", _failing(index.reindex, 2))
+    monkeypatch.setattr(SqliteText, "reindex", _failing(SqliteText.reindex, 2))
     with pytest.raises(RuntimeError, match="reindex failed"):
         _import(db, path)
     assert _dump(db) == before

@@ -19,10 +19,11 @@ from mirror.search import filters
 from mirror.search.lexical import all_of, any_of, names_code, query_terms
 from mirror.store.schema.tables import documents
 from mirror.store.store import Store
-from mirror.store.textindex import engine as index
 from mirror.store.textindex.postgres import index as pg_index
+from mirror.store.textindex.ranking import LocalHit
 from mirror.store.textindex.sqlite import entries as text_entries
 from mirror.store.textindex.sqlite import search as text_search
+from mirror.store.textindex.sqlite.adapter import CoreFilter
 from tests.search_backends import BACKENDS, index_entries, module_store_url
 
 pytestmark = pytest.mark.both_backends
@@ -78,7 +79,7 @@ def shared(request: pytest.FixtureRequest) -> Iterator[Store]:
         opened.close()
 
 
-def _names(hits: list[index.LocalHit]) -> list[str]:
+def _names(hits: list[LocalHit]) -> list[str]:
     return [h.name.rsplit("/", 1)[-1] for h in hits]
 
 
@@ -194,13 +195,13 @@ def test_a_selective_filter_looks_past_the_first_candidates(
 ) -> None:
     monkeypatch.setattr(text_search, "_MAX_CANDIDATES", 8)
     calls = []
-    real = index._CoreFilter.every
+    real = CoreFilter.every
 
-    def spy(self: index._CoreFilter) -> list[str]:
+    def spy(self: CoreFilter) -> list[str]:
         calls.append(self)
         return real(self)
 
-    monkeypatch.setattr(index._CoreFilter, "every", spy)
+    monkeypatch.setattr(CoreFilter, "every", spy)
     store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
     try:
         store.put(OTTERS, fetched_at=0.0, upstream="test")

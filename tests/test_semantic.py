@@ -25,7 +25,7 @@ from mirror.search import lexical as lexical_tier
 from mirror.search.fusion import reciprocal_rank_fusion
 from mirror.semantic import model
 from mirror.semantic.text import document_text
-from mirror.service import Mirror
+from mirror.service import Mirror, semantic
 from mirror.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,6 +76,7 @@ def vector_rows(store: Store) -> dict[str, tuple[str, str | None, bytes]]:
 @pytest.fixture
 def store(db_url: str) -> Iterator[Store]:
     opened = Store.open(db_url)
+    semantic.watch(opened)  # as a Mirror does: each write's documents embedded after its commit
     yield opened
     opened.close()
 
@@ -135,7 +136,7 @@ def test_without_the_extra_search_is_lexical_and_doctor_says_how_to_turn_it_on(
 ) -> None:
     hide_extra(monkeypatch)
     store.put(small(), fetched_at=1.0, upstream="test")
-    assert store.dense_ranking("anything", limit=5) is None
+    assert semantic.dense(store, "anything", limit=5) is None
     monkeypatch.setenv("DK_MIRROR_DB", db_url)
     doctor = CliRunner().invoke(cli, ["doctor", "--offline"])
     assert doctor.exit_code == 0, doctor.output
@@ -178,7 +179,7 @@ def test_index_then_every_write_keeps_the_vectors_current(store: Store) -> None:
     info = model.status()
     assert store.semantic_facts(info.key).model is None  # never turned on: writes embed nothing
     assert vector_rows(store) == {}
-    assert store.build_semantic(info) == 5
+    assert semantic.build(store, info) == 5
     before = vector_rows(store)
     assert set(before) == {d.name for d in docs[:5]}
     assert {row[0] for row in before.values()} == {info.key}
@@ -203,16 +204,14 @@ def test_index_then_every_write_keeps_the_vectors_current(store: Store) -> None:
 def test_a_bulk_write_leaves_its_documents_to_the_index_command(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mirror.store.tables import vectors
-
     docs = small(4)
     store.put(docs[:1], fetched_at=1.0, upstream="test")
     info = model.status()
-    store.build_semantic(info)
-    monkeypatch.setattr(vectors, "AUTO_EMBED", 2)
+    semantic.build(store, info)
+    monkeypatch.setattr(semantic, "AUTO_EMBED", 2)
     store.put(docs[1:], fetched_at=2.0, upstream="test")  # 3 documents: more than AUTO_EMBED
     assert store.semantic_facts(info.key).pending == 3
-    assert store.build_semantic(info) == 3
+    assert semantic.build(store, info) == 3
 
 
 @needs_model
@@ -222,7 +221,7 @@ def test_a_failed_embedding_leaves_documents_pending_until_index(
     docs = small(4)
     store.put(docs[:3], fetched_at=1.0, upstream="test")
     info = model.status()
-    store.build_semantic(info)
+    semantic.build(store, info)
 
     def crash(self: model.Embedder, texts: list[str]) -> object:
         raise RuntimeError("killed mid-batch")
@@ -239,7 +238,7 @@ def test_a_failed_embedding_leaves_documents_pending_until_index(
             {"name": docs[0].name},
         )
     assert store.semantic_facts(info.key).pending == 2
-    assert store.build_semantic(info) == 2
+    assert semantic.build(store, info) == 2
     assert store.semantic_facts(info.key).pending == 0
 
 
@@ -249,13 +248,13 @@ def test_a_new_model_turns_hybrid_off_until_the_index_is_rebuilt(
 ) -> None:
     store.put(small(3), fetched_at=1.0, upstream="test")
     old = model.status()
-    store.build_semantic(old)
-    assert store.dense_ranking(TAP_QUESTION, limit=3) is not None
+    semantic.build(store, old)
+    assert semantic.dense(store, TAP_QUESTION, limit=3) is not None
     monkeypatch.setattr(model, "MAX_TOKENS", model.MAX_TOKENS // 2)  # another model version
     monkeypatch.setattr(model, "_shared", None)  # as a new process would load it
     new = model.status()
     assert new.key != old.key
-    assert store.dense_ranking(TAP_QUESTION, limit=3) is None  # old vectors are never mixed in
+    assert semantic.dense(store, TAP_QUESTION, limit=3) is None  # old vectors are never mixed in
     with Mirror(Settings(db_url=db_url, offline=True)) as mirror:
         level, message = mirror.semantic_status().describe()
         assert level == "warn" and "index rebuild --semantic" in message
@@ -270,13 +269,13 @@ def test_deleted_documents_leave_no_vector_and_are_never_returned(
 ) -> None:
     docs = small(4)
     store.put(docs, fetched_at=1.0, upstream="test")
-    store.build_semantic(model.status())
+    semantic.build(store, model.status())
     with Mirror(Settings(db_url=db_url, offline=True)) as mirror:
         found = mirror.search_documents(TAP_QUESTION, page_size=4, mode=Mode(offline=True))
         assert TAP in [r.parent for r in found.page.results]
         store.apply_stream([TAP], fetched_at=2.0, upstream="test")
         assert TAP not in vector_rows(store)
-        ranked = store.dense_ranking(TAP_QUESTION, limit=10) or []
+        ranked = semantic.dense(store, TAP_QUESTION, limit=10) or []
         assert TAP not in [name for name, _ in ranked] and len(ranked) == 3
         again = mirror.search_documents(TAP_QUESTION, page_size=10, mode=Mode(offline=True))
     parents = [r.parent for r in again.page.results]
@@ -320,9 +319,7 @@ def hybrid_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store.put(docs, fetched_at=1.0, upstream="test")
     wanted = {str(n) for q in relevance() for n in q["expected"]}  # type: ignore[attr-defined]
     others = [d.name for d in docs if d.content and d.name not in wanted][::25]
-    from mirror.store.tables import vectors
-
-    vectors.build(store, model.status(), names=sorted(wanted | set(others)))
+    semantic.build(store, model.status(), names=sorted(wanted | set(others)))
     store.close()
     yield url
 

@@ -1,6 +1,6 @@
 """Text for local search: documents cut into chunks the way upstream cuts them.
 
-Pure functions, no database: mirror/store/textindex/engine.py stores and queries what these produce.
+Pure functions, no database: mirror/store/textindex/ stores and queries what these produce.
 
 Chunks: upstream splits "at headings, about 1-2 KB" per chunk. Here: sections start at ATX headings
 (never inside fenced code), runs of small sections are merged, big sections are cut at

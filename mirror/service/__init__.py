@@ -37,10 +37,11 @@ if TYPE_CHECKING:
     from ..snapshots.lockcheck import LockDrift
     from ..snapshots.lockfile import LockEntry
     from ..snapshots.read import VerifyReport
+    from ..store.api import StoreAccess
     from ..store.db.migrate import SchemaStatus
     from ..store.reader import Reader
     from ..store.store import Store
-    from ..store.textindex.engine import IndexState
+    from ..store.textindex.api import IndexState
     from ..upstream import Upstream
     from ..upstream.pacing import Pacing
     from ..upstream.retry import RetryPolicy
@@ -96,7 +97,7 @@ class Mirror:
         # existing SQLite store is then read with sqlite3 alone, which starts without
         # importing SQLAlchemy (a write still works: the Reader opens the full Store for it).
         self._use_reader = reader
-        self._store: Store | Reader | None = None
+        self._store: StoreAccess | None = None
         self._upstream: Upstream | None = None
         self._context: Context | None = None
 
@@ -121,7 +122,10 @@ class Mirror:
     def _ctx(self) -> Context:
         """The use cases' context, opening (and migrating) the store on first use."""
         if self._context is None:
+            from .semantic import watch
+
             self._store = self._open_reader() or self._open_store()
+            watch(self._store)  # each write's documents embedded after its commit
             self._context = Context(self.settings, self._store, self._open_upstream, self.clock)
         return self._context
 

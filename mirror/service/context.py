@@ -10,8 +10,7 @@ from ..config import Settings
 from ..policy import Mode
 
 if TYPE_CHECKING:
-    from ..store.reader import Reader
-    from ..store.store import Store
+    from ..store.api import StoreAccess
     from ..upstream import Upstream
 
 
@@ -20,8 +19,8 @@ class Context:
     """The narrow input every use case takes (never the whole `Mirror`)."""
 
     settings: Settings
-    # The full Store, or for a one-thread command that reads the Reader (same methods).
-    store: Store | Reader
+    # The full Store, or for a one-thread command that reads the Reader (same interface).
+    store: StoreAccess
     # Called only when a use case decides to go online; refuses in (strict) offline mode.
     upstream: Callable[[], Upstream]
     clock: Callable[[], float]

@@ -178,7 +178,4 @@ def discover(
 
 def full_store(ctx: Context) -> Store:
     """The full Store behind `ctx` (a one-thread Reader hands over its own)."""
-    from ..store.reader import Reader
-
-    store = ctx.store
-    return store.full() if isinstance(store, Reader) else store
+    return ctx.store.full()

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import Document, content_sha256
 from ..policy import keeps_stored
-from ..store.reader import Reader
 from .context import Context
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ def _import(
     # The full Store, whose pooled connections any thread may use: put_stream reads `docs`
     # (and so the lookups of _compared) in a thread of its own, which the cold-start
     # Reader's single connection does not allow.
-    store = ctx.store.full() if isinstance(ctx.store, Reader) else ctx.store
+    store = ctx.store.full()
     compared = _compared(store, docs, report, overwrite)
     written = store.put_stream(compared, fetched_at=ctx.clock(), upstream=upstream)
     report.imported, report.duplicates = written.documents, written.duplicates

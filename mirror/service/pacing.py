@@ -34,8 +34,7 @@ from ..upstream.pacing import SLACK, Pacer, Pacing, Rule, reserve, slow_down
 from ..upstream.retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from ..store.reader import Reader
-    from ..store.store import Store
+    from ..store.api import StoreAccess
 
 log = logging.getLogger("mirror.service")
 
@@ -58,7 +57,7 @@ class SharedPacer:
 
     def __init__(
         self,
-        store: Store | Reader,
+        store: StoreAccess,
         upstream: str,
         bucket: str,
         rule: Rule,
@@ -145,7 +144,7 @@ class SharedPacer:
 
 
 def pacers(
-    store: Store | Reader, settings: Settings, retry: RetryPolicy | None = None
+    store: StoreAccess, settings: Settings, retry: RetryPolicy | None = None
 ) -> dict[str, Pacing]:
     """The quota buckets for an upstream client: shared through `store` when it is writable
     (they sleep with the `retry` policy's sleep, so a test that patches waits never sleeps)."""

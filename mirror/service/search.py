@@ -20,8 +20,7 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..search import filters
-    from ..store.reader import Reader
-    from ..store.store import Store
+    from ..store.api import StoreReads
     from ..store.textindex.ranking import DocumentHit
 
 # Page tokens the local index gives out start with this; upstream's never do.
@@ -247,7 +246,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def snippets(
-    store: Store | Reader, query: str, contents: Sequence[str]
+    store: StoreReads, query: str, contents: Sequence[str]
 ) -> list[list[tuple[str, bool]]]:
     """The snippet of each chunk text of a page of results, as (segment, marked) pairs on
     one line: the chunk as prose (no fence info strings, headings set off, no control
@@ -303,7 +302,9 @@ def hybrid_ranking(
     # and this one would be wasted (it still is in the rare process whose model is loaded
     # while this store's tier is off, e.g. its index was just dropped).
     lexical = lexical_ranking(ctx, query, limit=depth, node=node) if prefetch_query(query) else None
-    dense = ctx.store.dense_ranking(query, limit=max(limit, DENSE_DEPTH), where=node)
+    from .semantic import dense as dense_ranking
+
+    dense = dense_ranking(ctx.store, query, limit=max(limit, DENSE_DEPTH), where=node)
     if dense is None:
         return None
     from ..search.fusion import reciprocal_rank_fusion

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +36,13 @@ from .db.rows import cached_document
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from ..semantic.model import ModelInfo
     from .store import Store
     from .tables.buckets import Buckets
     from .tables.recorded import RecordedAnswer, RecordedPage
-    from .tables.vectors import Progress, SemanticFacts
-    from .textindex.engine import IndexState
+    from .tables.vector_state import SemanticFacts, VectorState
+    from .textindex.api import IndexState
     from .textindex.ranking import DocumentHit, LocalHit
-    from .textindex.sqlite.index import TextIndex
+    from .textindex.sqlite.engine import TantivyEngine
 
 _PREFIX = "sqlite:///"
 # Milliseconds to wait on a lock: a writer's checkpoint or WAL recovery can hold one briefly.
@@ -80,7 +79,8 @@ class Reader:
         self._readonly = readonly  # the full Store, when needed, opens the same way
         self._full: Store | None = None
         self._has_index: bool | None = None
-        self._text_index: TextIndex | None = None
+        self._tantivy: TantivyEngine | None = None
+        self._watchers: list[Callable[[list[str]], None]] = []
 
     @classmethod
     def open(
@@ -130,7 +130,15 @@ class Reader:
                 readonly=self._readonly,
                 keep_versions=self._keep_versions,
             )
+            for watcher in self._watchers:
+                self._full.on_written(watcher)
         return self._full
+
+    def on_written(self, watcher: Callable[[list[str]], None]) -> None:
+        """Call `watcher` with the names each write changed (the writes go to the full Store)."""
+        self._watchers.append(watcher)
+        if self._full is not None:
+            self._full.on_written(watcher)
 
     # -- reads, with the Store's SQL ------------------------------------------------------
 
@@ -171,8 +179,9 @@ class Reader:
     def has_search_index(self) -> bool:
         """Whether local full-text search is available (the index table exists)."""
         if self._has_index is None:
-            found = self._conn.execute(sql.HAS_TABLE, {"name": sql.CHANGE_LOG}).fetchone()
-            self._has_index = found is not None
+            from .textindex.sqlite.engine import available
+
+            self._has_index = available(self._conn)
         return self._has_index
 
     def headlines(self, query: str, shown: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
@@ -187,11 +196,9 @@ class Reader:
             return self.full().search_local(query, limit=limit, offset=offset, where=where)
         if not self.has_search_index():
             return []
-        from .textindex.sqlite import search as text_search
-
         self._conn.execute("BEGIN")  # one snapshot for the ranking and text lookups
         try:
-            return text_search.search(self._conn, self._text(), query, limit=limit, offset=offset)
+            return self._text().search(self._conn, query, limit=limit, offset=offset)
         finally:
             self._conn.execute("COMMIT")
 
@@ -203,22 +210,20 @@ class Reader:
             return self.full().rank_documents(query, limit=limit, where=where)
         if not self.has_search_index():
             return []
-        from .textindex.sqlite import search as text_search
-
         self._conn.execute("BEGIN")
         try:
-            return text_search.rank_documents(self._conn, self._text(), query, limit=limit)
+            return self._text().rank_documents(self._conn, query, limit=limit)
         finally:
             self._conn.execute("COMMIT")
 
-    def _text(self) -> TextIndex:
+    def _text(self) -> TantivyEngine:
         # The store's tantivy index (synced by the search itself: it only reads the store).
-        if self._text_index is None:
+        if self._tantivy is None:
+            from .textindex.sqlite.engine import TantivyEngine
             from .textindex.sqlite.folder import folder_for
-            from .textindex.sqlite.index import TextIndex
 
-            self._text_index = TextIndex(folder_for(sqlite_path(self.url)))
-        return self._text_index
+            self._tantivy = TantivyEngine(folder_for(sqlite_path(self.url)))
+        return self._tantivy
 
     def check_index(self) -> IndexState:
         """How the search index compares with the documents (through the full Store)."""
@@ -266,24 +271,41 @@ class Reader:
         """Quota buckets shared by every process on the store (through the full Store)."""
         return self.full().buckets
 
-    def dense_ranking(
-        self, query: str, *, limit: int, where: Node | None = None
-    ) -> list[tuple[str, float]] | None:
-        """Documents nearest to `query` by meaning (through the full Store, and only when the
-        semantic index was ever built, so a store without one keeps the cold path cheap)."""
-        if self._conn.execute(sql.HAS_SEMANTIC_INDEX).fetchone() is None:
+    def semantic_state(self) -> VectorState | None:
+        """The semantic index's model and generation, read here: a store that never built
+        one keeps the cold path cheap."""
+        row = self._conn.execute(sql.SEMANTIC_STATE).fetchone()
+        if row is None:
             return None
-        return self.full().dense_ranking(query, limit=limit, where=where)
+        from .tables.vector_state import VectorState
+
+        return VectorState(row[0], int(row[1]))
+
+    def vector_rows(
+        self, model_key: str
+    ) -> tuple[VectorState | None, list[str], list[bytes], list[float]]:
+        """The semantic index's current vectors (through the full Store)."""
+        return self.full().vector_rows(model_key)
+
+    def passing(self, names: Sequence[str], where: Node) -> set[str]:
+        """The names among `names` whose documents pass `where` (through the full Store)."""
+        return self.full().passing(names, where)
 
     def semantic_facts(self, model_key: str) -> SemanticFacts:
         """The semantic index's state (through the full Store)."""
         return self.full().semantic_facts(model_key)
 
-    def build_semantic(
-        self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
-    ) -> int:
-        """Embed documents without a current vector (through the full Store)."""
-        return self.full().build_semantic(info, rebuild=rebuild, progress=progress)
+    def begin_vectors(
+        self, model_key: str, *, rebuild: bool = False, names: Sequence[str] | None = None
+    ) -> list[str]:
+        """Turn the semantic index on (through the full Store)."""
+        return self.full().begin_vectors(model_key, rebuild=rebuild, names=names)
+
+    def write_vectors(
+        self, model_key: str, docs: Sequence[Document], vectors: Sequence[tuple[bytes, float]]
+    ) -> None:
+        """Store quantized vectors (through the full Store)."""
+        self.full().write_vectors(model_key, docs, vectors)
 
     def put(self, docs: Iterable[Document], *, fetched_at: float, upstream: str) -> int:
         """Write documents (through the full Store)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -33,19 +33,18 @@ from .db.failures import from_dbapi
 from .db.generation import GenerationProbe, probe_for
 from .db.rows import cached_document, upsert
 from .searching import Searching
+from .textindex.choose import engine_for
 from .write.prepared import PREPARED_AHEAD, PUT_BATCH, PUT_BATCH_CHARS, Prepared, prepare
 from .write.prepared import batches as in_batches
 
 if TYPE_CHECKING:
     from ..search.filters import Node
-    from ..semantic.matrix import Matrix
-    from ..semantic.model import ModelInfo
     from .tables.buckets import Buckets
     from .tables.crawls import Crawls
     from .tables.recordings import Recordings
-    from .tables.vectors import Progress, SemanticFacts
-    from .textindex.sqlite.index import Session, TextIndex
-    from .textindex.sqlite.indexer import Indexer
+    from .tables.vector_state import SemanticFacts, VectorState
+    from .tables.vectors import Vectors
+    from .textindex.api import Indexing
 # Registered on the shared metadata as a side effect, so `metadata` always describes every
 # table the migrations create (cheap: table definitions only).
 from .schema.tables import SCHEMA_REVISION, documents
@@ -82,23 +81,17 @@ class Store(Searching):
         self._fast_sql = engine.dialect.name == "sqlite"
         # An in-memory SQLite database is one per thread (SQLAlchemy's SingletonThreadPool):
         # put_stream then reads and prepares in the writer's thread.
-        database = engine.url.database or ""
-        self._one_thread = self._fast_sql and (
-            database in ("", ":memory:") or "mode=memory" in database
-        )
+        self._one_thread = engines.one_thread(engine)
         self.readonly = False  # set by open(): a resized engine must open the same way
-        # The semantic index's vectors in memory, reloaded when their generation changes.
-        self._vectors: Matrix | None = None
         # Opened on first use by generation(): only a server's answer cache asks.
         self._probe: GenerationProbe | None = None
         self._probe_lock = threading.Lock()
         self._probe_opened = False
-        # SQLite's search index (a tantivy folder beside the file) and the thread that
-        # indexes each commit's changes: both opened on first need.
-        self._text: TextIndex | None = None
-        self._indexer: Indexer | None = None
-        self._text_lock = threading.Lock()
-        self._watch_commits(engine)
+        # Told the names each write changed, after its commit (the service embeds them).
+        self._watchers: list[Callable[[list[str]], None]] = []
+        # Local search, chosen once for this database: SQLite's tantivy index beside the file
+        # (opened on first need), or PostgreSQL's tsvector columns.
+        self.text = engine_for(engine, lambda: self.engine, self._writer)
 
     @classmethod
     def open(
@@ -157,8 +150,7 @@ class Store(Searching):
     def close(self) -> None:
         """Close the idle read connections and every pooled connection (after indexing the
         last commits' changes)."""
-        if self._indexer is not None:
-            self._indexer.close()
+        self.text.close()
         self._close_idle()
         with self._probe_lock:
             if self._probe is not None:
@@ -195,7 +187,7 @@ class Store(Searching):
         )
         for held in ("recordings", "buckets", "crawls"):  # they hold the old engine
             self.__dict__.pop(held, None)
-        self._watch_commits(self.engine)
+        self.text.watch(self.engine)
         old.dispose()
         if self._fast_sql and not self._one_thread:
             # A server's searches do not wait minutes for a damaged index to be rebuilt: it is
@@ -225,11 +217,22 @@ class Store(Searching):
         return Crawls(self.engine, self._writer, self._write_batch)
 
     @cached_property
+    def vectors(self) -> Vectors:
+        """The semantic index's vectors (it follows a resized engine)."""
+        from .tables.vectors import Vectors
+
+        return Vectors(lambda: self.engine, self._writer)
+
+    @cached_property
     def buckets(self) -> Buckets:
         """Quota buckets shared by every process pacing its upstream calls on this store."""
         from .tables.buckets import Buckets
 
         return Buckets(self.engine, self._writer)
+
+    def full(self) -> Store:
+        """This Store (a Reader opens one for what it does not do itself)."""
+        return self
 
     def revision(self) -> str | None:
         """The schema revision stamped in the database (None when blank)."""
@@ -300,7 +303,7 @@ class Store(Searching):
         batches = self._prepared(docs, fetched_at, upstream)
         with (
             SeenNames() as seen,
-            self._index_session() as session,
+            self.text.bulk() as indexing,
             self._writer() as conn,
             engines.bulk_write(conn),
             conn.begin(),
@@ -309,11 +312,10 @@ class Store(Searching):
             ) as ready,
         ):
             for batch in ready:
-                changed.add(self._write_prepared(conn, batch, session))
+                changed.add(self._write_prepared(conn, batch, indexing))
                 seen.add(d.name for d in batch.docs)
                 total += len(batch.docs)
-            if session is not None:
-                session.finish(conn.connection.driver_connection)
+            indexing.finish(conn)
         self._refresh_vectors(changed.names)
         return PutReport(documents=seen.count, duplicates=total - seen.count)
 
@@ -344,56 +346,68 @@ class Store(Searching):
         return self._write_prepared(conn, prepare(docs, fetched_at, upstream))
 
     def _write_prepared(
-        self, conn: Connection, batch: Prepared, session: Session | None = None
+        self, conn: Connection, batch: Prepared, indexing: Indexing | None = None
     ) -> list[str]:
-        # Imported here: the index (chunker, tantivy) is not needed to read documents,
-        # and cold `dk-mirror get --offline` pays for every import.
+        # Imported here: cold `dk-mirror get --offline` pays for every import.
         from .tables import vectors, versions
-        from .textindex import engine as index
 
         # Same transaction: documents, their history and their search index commit or roll
         # back together. A copy without content is "changed" too: its old chunks must go.
+        # `indexing`: a bulk write's hold on the index, else the index as any write keeps it.
+        index = indexing or self.text
         docs = batch.docs
         changed = index.changed(conn, docs, batch.hashes)
         versions.record(
             conn, docs, batch.fetched_at, batch.upstream, self.keep_versions, batch.hashes
         )
         conn.execute(self._upsert, batch.rows)
-        index.reindex(conn, changed, batch.entries, session)
+        index.reindex(conn, changed, batch.entries)
         names = [doc.name for doc in changed]
         vectors.forget(conn, names)
         return names
 
+    def on_written(self, watcher: Callable[[list[str]], None]) -> None:
+        """Call `watcher` with the names each write changed, after its commit (a bulk write:
+        the first write.bulk.REPORTED of them)."""
+        self._watchers.append(watcher)
+
     def _refresh_vectors(self, names: list[str]) -> None:
         # After the commit, never inside it: embedding takes ~0.1 s a document.
         if names:
-            from .tables import vectors
-
-            vectors.refresh(self, names)
+            for watcher in self._watchers:
+                watcher(names)
 
     def semantic_facts(self, model_key: str) -> SemanticFacts:
         """The semantic index's model, current vectors and documents waiting for one."""
-        from .tables import vectors
+        return self.vectors.facts(model_key)
 
-        return vectors.facts(self, model_key)
+    def semantic_state(self) -> VectorState | None:
+        """The semantic index's model and generation (None: never built)."""
+        return self.vectors.state()
 
-    def build_semantic(
-        self, info: ModelInfo, *, rebuild: bool = False, progress: Progress | None = None
-    ) -> int:
-        """Embed every document without a current vector for `info`'s model; how many."""
-        from .tables import vectors
+    def vector_rows(
+        self, model_key: str
+    ) -> tuple[VectorState | None, list[str], list[bytes], list[float]]:
+        """The semantic index's state and current vectors of `model_key`, in name order."""
+        return self.vectors.rows(model_key)
 
-        return vectors.build(self, info, rebuild=rebuild, progress=progress)
+    def begin_vectors(
+        self, model_key: str, *, rebuild: bool = False, names: Sequence[str] | None = None
+    ) -> list[str]:
+        """Turn the semantic index on for `model_key`; the documents waiting for a vector."""
+        return self.vectors.begin(model_key, rebuild=rebuild, names=names)
 
-    def dense_ranking(
-        self, query: str, *, limit: int, where: Node | None = None
-    ) -> list[tuple[str, float]] | None:
-        """Documents nearest to `query` by meaning, best first (None: semantic tier off)."""
+    def write_vectors(
+        self, model_key: str, docs: Sequence[Document], vectors: Sequence[tuple[bytes, float]]
+    ) -> None:
+        """Store the quantized vectors of `docs` for `model_key`, in one transaction."""
+        self.vectors.write(model_key, docs, vectors)
+
+    def passing(self, names: Sequence[str], where: Node) -> set[str]:
+        """The names among `names` whose documents pass the filter `where`."""
         from .db.filter_sql import to_sql
-        from .tables import vectors
 
-        clause = to_sql(where, documents) if where is not None else None
-        return vectors.dense(self, query, limit, clause)
+        return self.vectors.passing(names, to_sql(where, documents))
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None, *, content_only: bool = False
@@ -417,7 +431,7 @@ class Store(Searching):
         """Documents with content in name order, streamed (for snapshots and exports)."""
         from .write.bulk import iter_documents
 
-        return iter_documents(self, prefix=prefix, data_source=data_source, names=names)
+        return iter_documents(self.engine, prefix=prefix, data_source=data_source, names=names)
 
     def versions(self, name: str) -> list[Version]:
         """Every stored version of `name`, newest first, the current one marked."""
@@ -476,7 +490,11 @@ class Store(Searching):
         returns (written, removed)."""
         from .write.bulk import apply_stream
 
-        return apply_stream(self, changes, fetched_at=fetched_at, upstream=upstream)
+        written, removed, changed = apply_stream(
+            self._writer, self._write_batch, changes, fetched_at=fetched_at, upstream=upstream
+        )
+        self._refresh_vectors(changed)
+        return written, removed
 
     def stats(self) -> Stats:
         """Counts, bytes and fetch times over the whole store."""

@@ -40,8 +40,6 @@ def copied_tables() -> list[Table]:
 
 def copy_rows(source: Store, dest: Store, progress: Progress | None = None) -> dict[str, int]:
     """Copy every row of `source` into the empty `dest`; rows copied per table."""
-    from ..textindex import engine as index
-
     tables = copied_tables()
     counts: dict[str, int] = {}
     # One read transaction on the source: every table as of the same moment.
@@ -58,8 +56,7 @@ def copy_rows(source: Store, dest: Store, progress: Progress | None = None) -> d
         _advance_sequences(dst, tables)
         # PostgreSQL's index is written in this transaction; SQLite's triggers logged every
         # page copied, and its tantivy index follows that log (the first search syncs it).
-        if dst.dialect.name == "postgresql" and index.available(dst):
-            index.rebuild(dst, None)
+        dest.text.copied(dst)
     return counts
 
 

@@ -167,9 +167,19 @@ def create(url: str | URL, *, pool_size: int | None = None, readonly: bool = Fal
     return engine
 
 
+def in_memory(database: str | None) -> bool:
+    """Whether an SQLite URL's database is in memory (one per thread: SingletonThreadPool)."""
+    return not database or database == ":memory:" or "mode=memory" in database
+
+
+def one_thread(engine: Engine) -> bool:
+    """Whether `engine` is an in-memory SQLite database, which each thread sees its own of."""
+    return engine.dialect.name == "sqlite" and in_memory(engine.url.database)
+
+
 def _sqlite_pool_args(database: str | None, pool_size: int | None) -> dict[str, Any]:
     """Pool arguments for a SQLite database file (an in-memory one keeps its own pool)."""
-    if not database or database == ":memory:" or "mode=memory" in database:
+    if in_memory(database):
         return {}
     # No overflow limit: a SQLite connection is a file handle in this process, so waiting for
     # one never helps; it only turned a busy server into 30 s timeouts once every pooled

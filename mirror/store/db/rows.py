@@ -42,6 +42,25 @@ def insert_missing(dialect: str, table: Table, keys: list[str]) -> Any:
     return dialect_insert(dialect, table).on_conflict_do_nothing(index_elements=keys)
 
 
+# The columns document_meta fills, in the tables' order.
+META_COLUMNS = ("uri", "title", "description", "data_source", "update_time",
+                "content_length_bytes", "extra_json")  # fmt: skip
+
+
+def document_meta(doc: Document) -> dict[str, Any]:
+    """The metadata columns of `doc`, which its `documents` row and each of its versions
+    (`document_versions`) hold alike."""
+    return {
+        "uri": doc.uri,
+        "title": doc.title,
+        "description": doc.description,
+        "data_source": doc.data_source,
+        "update_time": doc.update_time,
+        "content_length_bytes": doc.content_length_bytes,
+        "extra_json": json.dumps(dict(doc.extra), sort_keys=True) if doc.extra else None,
+    }
+
+
 def document_row(
     doc: Document, fetched_at: float, upstream: str, *, packed: bool = False
 ) -> dict[str, Any]:
@@ -54,14 +73,8 @@ def document_row(
     content = doc.content
     return {
         "name": doc.name,
-        "uri": doc.uri,
-        "title": doc.title,
-        "description": doc.description,
-        "data_source": doc.data_source,
-        "update_time": doc.update_time,
-        "content_length_bytes": doc.content_length_bytes,
+        **document_meta(doc),
         "content": deflate(content) if packed and content is not None else content,
-        "extra_json": json.dumps(dict(doc.extra), sort_keys=True) if doc.extra else None,
         "content_sha256": content_sha256(content) if content is not None else None,
         "fetched_at": fetched_at,
         "upstream": upstream,
@@ -76,10 +89,30 @@ def cached_document(row: Any) -> CachedDocument:
     # on this hot path (20 rows per get_documents).
     (name, uri, title, description, data_source, update_time, length, content, extra_json,
      sha256, fetched_at, upstream, seen_update_time) = row  # fmt: skip
-    doc = Document(
+    doc = stored_document(
+        name, uri, title, description, data_source, update_time, length, inflate(content),
+        extra_json,
+    )  # fmt: skip
+    return CachedDocument(doc, sha256, fetched_at, upstream, seen_update_time)
+
+
+def stored_document(
+    name: str,
+    uri: str | None,
+    title: str | None,
+    description: str | None,
+    data_source: str | None,
+    update_time: str | None,
+    length: int | None,
+    content: str | None,
+    extra_json: str | None,
+) -> Document:
+    """The Document a stored row (of `documents` or a version) describes: document_meta's
+    columns, in the tables' order, with the content as text."""
+    return Document(
         name,
         uri,
-        inflate(content),
+        content,
         description,
         data_source,
         title,
@@ -88,4 +121,3 @@ def cached_document(row: Any) -> CachedDocument:
         length,
         json.loads(extra_json) if extra_json else {},
     )
-    return CachedDocument(doc, sha256, fetched_at, upstream, seen_update_time)

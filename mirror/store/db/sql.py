@@ -126,8 +126,8 @@ PG_HAS_COLUMN = (
     "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
     "AND table_name = :table AND column_name = :column"
 )
-# Whether `dk-mirror index update` ever turned the semantic index on (store/tables/vectors.py).
-HAS_SEMANTIC_INDEX = "SELECT model FROM semantic_state WHERE id = 1"
+# The semantic index's model and generation: none until `dk-mirror index update` turned it on.
+SEMANTIC_STATE = "SELECT model, generation FROM semantic_state WHERE id = 1"
 
 RECORDED_PAGE = "SELECT response_json, recorded_at, upstream FROM search_pages WHERE key = :key"
 RECORDED_ANSWER = (

@@ -1,51 +1,29 @@
-"""The semantic index in the store: which documents have a current vector, building it, and
-the dense ranking that hybrid search fuses with the lexical one.
+"""The semantic index in the store: its vectors, which documents have a current one, and
+which model they are of. The store keeps and reads vectors; it never runs a model
+(mirror/service/semantic.py decides what to embed, embeds, and ranks).
 
 The store stays the source of truth. A write deletes the vectors of the documents it changes
 in the same transaction (`forget`), so no stale vector outlives its document; the new vectors
-are computed after the commit (`refresh`, when the index is on and the model installed) or by
-`dk-mirror index update`. A crash in between leaves documents without a current vector: `pending`
-finds them (no vector for this model and this content), and `build` computes only those.
-Vectors are computed with no transaction open; each batch is written in its own short one.
+are computed after the commit, or by `dk-mirror index update`. A crash in between leaves
+documents without a current vector: `pending` finds them (no vector for this model and this
+content), and only those are computed. Vectors are computed with no transaction open; each
+batch is written in its own short one (`write`).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, update
 
 from ...models import Document
 from ..schema.embeddings import doc_vectors, semantic_state
 from ..schema.tables import documents
-
-if TYPE_CHECKING:
-    from ...semantic.model import ModelInfo
-    from ..store import Store
-
-log = logging.getLogger(__name__)
+from .vector_state import SemanticFacts, VectorState
 
 _BATCH = 500
-# Documents embedded per write transaction by `build`: a crash loses at most this many.
-EMBED_BATCH = 64
-Progress = Callable[[int, int], None]
-# Documents a write embeds by itself: a fetch of a few batches (about 10 s here); more waits
-# for `dk-mirror index update`, so an import of thousands of pages is not slowed by minutes.
-AUTO_EMBED = 100
-
-
-@dataclass(frozen=True, slots=True)
-class SemanticFacts:
-    """The semantic index's state: the model it was built for (None: never built), how many
-    documents have a current vector, and how many wait for one."""
-
-    model: str | None
-    vectors: int
-    pending: int
 
 
 def forget(conn: Connection, names: Sequence[str]) -> None:
@@ -95,159 +73,103 @@ def pending(conn: Connection, key: str, names: Sequence[str] | None = None) -> l
     return found
 
 
-def facts(store: Store, key: str) -> SemanticFacts:
-    """Where the semantic index stands for model `key`."""
-    with store.engine.connect() as conn:
-        row = _state(conn)
-        current = conn.execute(
-            select(func.count()).select_from(doc_vectors.join(documents, _current(key)))
-        ).scalar_one()
-        waiting = conn.execute(
-            select(func.count())
-            .select_from(documents.outerjoin(doc_vectors, _current(key)))
-            .where(documents.c.content.is_not(None), doc_vectors.c.name.is_(None))
-        ).scalar_one()
-    return SemanticFacts(row.model if row else None, int(current), int(waiting))
+class Vectors:
+    """The semantic index of one store, built from its engine (as it is at each call: a
+    server resizes it) and a writer."""
 
+    def __init__(self, engine: Callable[[], Engine], writer: Callable[[], Connection]) -> None:
+        self._engine = engine
+        self._writer = writer
 
-def build(
-    store: Store,
-    info: ModelInfo,
-    *,
-    rebuild: bool = False,
-    names: Sequence[str] | None = None,
-    progress: Progress | None = None,
-) -> int:
-    """Compute the missing or stale vectors (of `names`, if given) for the installed model;
-    returns how many. Turns the index on; a new model (or `rebuild`) drops every old vector."""
-    from ...semantic.matrix import quantize
-    from ...semantic.model import loaded
-    from ...semantic.text import document_text
+    def facts(self, key: str) -> SemanticFacts:
+        """Where the semantic index stands for model `key`."""
+        with self._engine().connect() as conn:
+            row = _state(conn)
+            current = conn.execute(
+                select(func.count()).select_from(doc_vectors.join(documents, _current(key)))
+            ).scalar_one()
+            waiting = conn.execute(
+                select(func.count())
+                .select_from(documents.outerjoin(doc_vectors, _current(key)))
+                .where(documents.c.content.is_not(None), doc_vectors.c.name.is_(None))
+            ).scalar_one()
+        return SemanticFacts(row.model if row else None, int(current), int(waiting))
 
-    embedder = loaded()
-    with store._writer() as conn, conn.begin():
-        row = _state(conn)
-        if row is None:
-            conn.execute(
-                insert(semantic_state).values(
-                    id=1, model=info.key, generation=1, updated_at=time.time()
+    def state(self) -> VectorState | None:
+        """The index's model and generation; None when it was never built."""
+        with self._engine().connect() as conn:
+            row = _state(conn)
+        return None if row is None else VectorState(row.model, int(row.generation))
+
+    def begin(
+        self, key: str, *, rebuild: bool = False, names: Sequence[str] | None = None
+    ) -> list[str]:
+        """Turn the index on for model `key` (a new model, or `rebuild`, drops every old
+        vector); returns the documents (of `names`, if given) without a current vector."""
+        with self._writer() as conn, conn.begin():
+            row = _state(conn)
+            if row is None:
+                conn.execute(
+                    insert(semantic_state).values(
+                        id=1, model=key, generation=1, updated_at=time.time()
+                    )
                 )
-            )
-        elif rebuild or row.model != info.key:
-            conn.execute(delete(doc_vectors))
-            conn.execute(
-                update(semantic_state).values(
-                    model=info.key,
-                    generation=semantic_state.c.generation + 1,
-                    updated_at=time.time(),
+            elif rebuild or row.model != key:
+                conn.execute(delete(doc_vectors))
+                conn.execute(
+                    update(semantic_state).values(
+                        model=key,
+                        generation=semantic_state.c.generation + 1,
+                        updated_at=time.time(),
+                    )
                 )
+            return pending(conn, key, names)
+
+    def write(
+        self, key: str, docs: Sequence[Document], vectors: Sequence[tuple[bytes, float]]
+    ) -> None:
+        """Store the vectors (quantized: bytes and scale) of `docs` for model `key`, in one
+        transaction; a document deleted meanwhile is skipped."""
+        from ...models import content_sha256
+
+        rows = [
+            {
+                "name": doc.name,
+                "model": key,
+                "content_sha256": content_sha256(doc.content) if doc.content is not None else None,
+                "vector": blob,
+                "scale": scale,
+            }
+            for doc, (blob, scale) in zip(docs, vectors, strict=True)
+        ]
+        with self._writer() as conn, conn.begin():
+            names = [r["name"] for r in rows]
+            conn.execute(delete(doc_vectors).where(doc_vectors.c.name.in_(names)))
+            # A document deleted while its vector was computed has no row to point at: skip it.
+            alive = set(
+                conn.execute(select(documents.c.name).where(documents.c.name.in_(names))).scalars()
             )
-        todo = pending(conn, info.key, names)
-    done = 0
-    if progress:
-        progress(0, len(todo))
-    for start in range(0, len(todo), EMBED_BATCH):
-        found = store.get_many(todo[start : start + EMBED_BATCH]).values()
-        batch = [c.document for c in found if c.document.content is not None]
-        vectors = embedder.embed([document_text(d.title, d.description, d.content) for d in batch])
-        _write(store, info.key, batch, quantize(vectors))
-        done += len(batch)
-        if progress:
-            progress(min(start + EMBED_BATCH, len(todo)), len(todo))
-    return done
+            rows = [r for r in rows if r["name"] in alive]
+            if rows:
+                conn.execute(insert(doc_vectors), rows)
+            _bump(conn)
+            conn.execute(update(semantic_state).values(updated_at=time.time()))
 
-
-def _write(
-    store: Store, key: str, docs: Sequence[Document], vectors: Sequence[tuple[bytes, float]]
-) -> None:
-    from ...models import content_sha256
-
-    rows = [
-        {
-            "name": doc.name,
-            "model": key,
-            "content_sha256": content_sha256(doc.content) if doc.content is not None else None,
-            "vector": blob,
-            "scale": scale,
-        }
-        for doc, (blob, scale) in zip(docs, vectors, strict=True)
-    ]
-    with store._writer() as conn, conn.begin():
-        names = [r["name"] for r in rows]
-        conn.execute(delete(doc_vectors).where(doc_vectors.c.name.in_(names)))
-        # A document deleted while its vector was computed has no row to point at: skip it.
-        alive = set(
-            conn.execute(select(documents.c.name).where(documents.c.name.in_(names))).scalars()
-        )
-        rows = [r for r in rows if r["name"] in alive]
-        if rows:
-            conn.execute(insert(doc_vectors), rows)
-        _bump(conn)
-        conn.execute(update(semantic_state).values(updated_at=time.time()))
-
-
-def refresh(store: Store, names: Sequence[str]) -> None:
-    """After a write: embed the written documents when the index is on and its model is
-    installed; otherwise nothing (cheap: one small query). Never fails the write: a failure
-    leaves the documents pending for `dk-mirror index update`. A bulk write (an import, a snapshot)
-    of more than AUTO_EMBED documents is left to `dk-mirror index update` too, with its progress bar."""
-    if not names or store.readonly:
-        return
-    if len(names) > AUTO_EMBED:
-        log.info("semantic index: %d documents left for `dk-mirror index update`", len(names))
-        return
-    with store.engine.connect() as conn:
-        row = _state(conn)
-    if row is None:
-        return  # the semantic index was never turned on
-    from ...semantic.model import status
-
-    info = status()
-    if not info.available or row.model != info.key:
-        return  # `doctor` says why and how to fix it
-    try:
-        build(store, info, names=names)
-    except Exception as exc:  # the documents are stored; only their vectors wait
-        log.warning(
-            "semantic index: %d documents left for `dk-mirror index update`: %s", len(names), exc
-        )
-
-
-def dense(
-    store: Store, query: str, limit: int, where: ColumnElement[bool] | None = None
-) -> list[tuple[str, float]] | None:
-    """The `limit` documents nearest to `query` by their vectors, best first; None when the
-    semantic tier is off (extra not installed, index never built, or built by another model)."""
-    from ...semantic.model import loaded
-
-    with store.engine.connect() as conn:
-        row = _state(conn)
-        if row is None:
-            return None  # never built: stay lexical without looking for the model
-        info = loaded().info  # looked up once per process: a package lookup costs ~8 ms
-        if not info.available or row.model != info.key:
-            return None
-        matrix = store._vectors
-        if matrix is None or matrix.generation != row.generation:
-            from ...semantic.matrix import Matrix
-
-            rows = conn.execute(
+    def rows(self, key: str) -> tuple[VectorState | None, list[str], list[bytes], list[float]]:
+        """The index's state and the current vectors of model `key` (names, bytes, scales),
+        in name order, read in one snapshot."""
+        with self._engine().connect() as conn, conn.begin():
+            row = _state(conn)
+            found = conn.execute(
                 select(doc_vectors.c.name, doc_vectors.c.vector, doc_vectors.c.scale)
-                .join(documents, _current(info.key))
+                .join(documents, _current(key))
                 .order_by(doc_vectors.c.name)
             ).all()
-            matrix = Matrix(
-                row.generation, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
-            )
-            store._vectors = matrix
-    vector = loaded().embed_query(query)
-    ranked = matrix.top(vector, limit if where is None else max(limit * 4, 200))
-    if where is None or not ranked:
-        return ranked
-    with store.engine.connect() as conn:
-        passing = set(
-            conn.execute(
-                select(documents.c.name).where(documents.c.name.in_([n for n, _ in ranked]), where)
-            ).scalars()
-        )
-    return [(n, s) for n, s in ranked if n in passing][:limit]
+        state = None if row is None else VectorState(row.model, int(row.generation))
+        return state, [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
+
+    def passing(self, names: Sequence[str], where: ColumnElement[bool]) -> set[str]:
+        """The names among `names` whose documents pass `where`."""
+        with self._engine().connect() as conn:
+            query = select(documents.c.name).where(documents.c.name.in_(list(names)), where)
+            return set(conn.execute(query).scalars())

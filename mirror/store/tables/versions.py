@@ -9,14 +9,12 @@ written, dropping content no remaining version needs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from sqlalchemy import Connection, and_, case, delete, func, select, update
 
 from ...models import Document, Stamp, Version, content_sha256
-from ..db.rows import insert_missing
+from ..db.rows import META_COLUMNS, document_meta, insert_missing, stored_document
 from ..schema.tables import documents
 from ..schema.versions import document_versions, gone_documents, version_contents
 
@@ -24,8 +22,7 @@ from ..schema.versions import document_versions, gone_documents, version_content
 BATCH = 500
 _V = document_versions.c
 _D = documents.c
-_META = ("uri", "title", "description", "data_source", "update_time",
-         "content_length_bytes", "extra_json")  # fmt: skip
+_META = META_COLUMNS
 
 
 def _chunks(names: Sequence[str]) -> Iterable[list[str]]:
@@ -50,18 +47,6 @@ def _latest(conn: Connection, names: Sequence[str]) -> dict[str, tuple[int, str]
         )
         found.update((name, (number, sha)) for name, number, sha in rows)
     return found
-
-
-def _meta(doc: Document) -> dict[str, Any]:
-    return {
-        "uri": doc.uri,
-        "title": doc.title,
-        "description": doc.description,
-        "data_source": doc.data_source,
-        "update_time": doc.update_time,
-        "content_length_bytes": doc.content_length_bytes,
-        "extra_json": json.dumps(dict(doc.extra), sort_keys=True) if doc.extra else None,
-    }
 
 
 def record(
@@ -104,7 +89,7 @@ def record(
                 "name": name,
                 "version": number + 1,
                 "sha256": hashes[name],
-                **_meta(incoming[name]),
+                **document_meta(incoming[name]),
                 "fetched_at": fetched_at,
                 "upstream": upstream,
             }
@@ -232,8 +217,9 @@ def version_document(conn: Connection, name: str, sha256: str) -> Document | Non
     if content is None:
         return None
     uri, title, description, data_source, update_time, length, extra_json = row
-    return Document(name, uri, content, description, data_source, title, update_time, None,
-                    length, json.loads(extra_json) if extra_json else {})  # fmt: skip
+    return stored_document(
+        name, uri, title, description, data_source, update_time, length, content, extra_json
+    )
 
 
 def stamps(conn: Connection, prefix: str | None, checked_before: float | None) -> list[Stamp]:

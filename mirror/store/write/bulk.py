@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, Engine, delete, select
 
 from ...models import Document
 from ..db import engine as engines
@@ -13,15 +12,19 @@ from ..db.rows import cached_document
 from ..schema.tables import documents
 from ..tables import vectors, versions
 
-if TYPE_CHECKING:
-    from ..store import Store
-
 # Rows fetched per round trip while streaming; bounds memory for 50,000-document stores.
 STREAM_BATCH = 500
+# Names of changed documents a bulk write reports to the store's watcher, at most: the
+# service embeds up to 100 a write by itself (service/semantic.AUTO_EMBED) and leaves more to
+# `dk-mirror index update`, so past this it only needs to know there were more.
+REPORTED = 101
+# Writes a batch of documents in the caller's transaction (history, upsert, search index,
+# stale vectors: Store._write_batch); returns the names it changed.
+WriteBatch = Callable[[Connection, list[Document], float, str], list[str]]
 
 
 def iter_documents(
-    store: Store,
+    engine: Engine,
     *,
     prefix: str | None = None,
     data_source: str | None = None,
@@ -38,21 +41,27 @@ def iter_documents(
         # Chunks of names keep each IN list within SQLite's variable limit.
         for start in range(0, len(wanted), STREAM_BATCH):
             part = query.where(documents.c.name.in_(wanted[start : start + STREAM_BATCH]))
-            with store.engine.connect() as conn:
+            with engine.connect() as conn:
                 rows = conn.execute(part).all()
             yield from (cached_document(row).document for row in rows)
         return
-    with store.engine.connect() as conn:
+    with engine.connect() as conn:
         result = conn.execution_options(yield_per=STREAM_BATCH).execute(query)
         for row in result:
             yield cached_document(row).document
 
 
 def apply_stream(
-    store: Store, changes: Iterable[Document | str], *, fetched_at: float, upstream: str
-) -> tuple[int, int]:
-    """Upsert the documents and delete the names (tombstones) of `changes`, streamed, in ONE
-    transaction: an exception from `changes` rolls all of it back. Returns (written, removed).
+    writer: Callable[[], Connection],
+    write: WriteBatch,
+    changes: Iterable[Document | str],
+    *,
+    fetched_at: float,
+    upstream: str,
+) -> tuple[int, int, list[str]]:
+    """Upsert the documents (through `write`) and delete the names (tombstones) of `changes`,
+    streamed, in ONE transaction on a `writer` connection: an exception from `changes` rolls
+    all of it back. Returns (written, removed, the names changed, as Changed keeps them).
 
     Memory holds one batch of each, whatever the length of the stream.
     """
@@ -60,44 +69,40 @@ def apply_stream(
     put: list[Document] = []
     gone: list[str] = []
     changed = Changed()
-    with store._writer() as conn, engines.bulk_write(conn), conn.begin():
+    with writer() as conn, engines.bulk_write(conn), conn.begin():
         for change in changes:
             if isinstance(change, str):
                 gone.append(change)
             else:
                 put.append(change)
             if len(put) >= STREAM_BATCH:
-                changed.add(_put(store, conn, put, fetched_at, upstream))
+                changed.add(_put(write, conn, put, fetched_at, upstream))
                 written, put = written + len(put), []
             if len(gone) >= STREAM_BATCH:
                 removed += _remove(conn, gone)
                 gone = []
-        changed.add(_put(store, conn, put, fetched_at, upstream))
+        changed.add(_put(write, conn, put, fetched_at, upstream))
         written += len(put)
         removed += _remove(conn, gone)
-    store._refresh_vectors(changed.names)
-    return written, removed
+    return written, removed, changed.names
 
 
 class Changed:
-    """Names a bulk write changed, kept only while a write may still embed them itself
-    (vectors.AUTO_EMBED): past that, `dk-mirror index update` does, so memory stays bounded."""
+    """Names a bulk write changed, the first REPORTED of them, so memory stays bounded."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
 
     def add(self, names: list[str]) -> None:
-        from ..tables.vectors import AUTO_EMBED
-
-        if len(self.names) <= AUTO_EMBED:
-            self.names.extend(names[: AUTO_EMBED + 1 - len(self.names)])
+        if len(self.names) < REPORTED:
+            self.names.extend(names[: REPORTED - len(self.names)])
 
 
 def _put(
-    store: Store, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
+    write: WriteBatch, conn: Connection, docs: list[Document], fetched_at: float, upstream: str
 ) -> list[str]:
     # The one write path of every put: history, upsert, search index, stale vectors.
-    return store._write_batch(conn, docs, fetched_at, upstream) if docs else []
+    return write(conn, docs, fetched_at, upstream) if docs else []
 
 
 def _remove(conn: Connection, names: list[str]) -> int:

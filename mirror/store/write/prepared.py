@@ -40,7 +40,7 @@ class Prepared:
 def prepare(docs: list[Document], fetched_at: float, upstream: str, raw: Any = None) -> Prepared:
     """Derive a batch's rows and hashes, and with `raw` (an SQLite connection to read the
     store with) the index entries of the documents it does not hold as they are."""
-    from ..textindex.engine import entries_ahead
+    from ..textindex.sqlite.engine import entries_ahead
 
     # With `raw` (SQLite, put_stream's reading thread) the content is compressed here too:
     # zlib releases the GIL, so it runs beside the writer instead of at its bind time.

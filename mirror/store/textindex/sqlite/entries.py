@@ -39,7 +39,7 @@ def schema() -> tantivy.Schema:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """What the index holds for one page (mirror.store.textindex.engine derives it)."""
+    """What the index holds for one page (mirror.store.textindex.sqlite.engine derives it)."""
 
     name: str
     title: str | None
