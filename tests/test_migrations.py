@@ -11,9 +11,9 @@ from sqlalchemy import Connection, MetaData, column, create_engine, inspect, tab
 
 from mirror.store.db import engine as engines
 from mirror.store.db.migrate import known_revisions, upgrade
+from mirror.store.schema import counts as schema_counts
+from mirror.store.schema import index as schema_index
 from mirror.store.schema.tables import SCHEMA_REVISION, documents, metadata
-from mirror.store.schema.tables import counts as schema_counts
-from mirror.store.schema.tables import index as schema_index
 from mirror.store.store import Store
 
 
