@@ -15,7 +15,10 @@
     ├── NotCached                  offline and not in the store (exit 4); `.names`
     │   └── NotServed              serve/calls.py: a miss a read-only server may not fetch
     ├── StoreError                 the local database cannot be used as asked (exit 1)
-    │   └── SchemaError            store revision unknown to this version of dk-mirror
+    │   ├── SchemaError            store revision unknown to this version of dk-mirror
+    │   └── WriteConflict          PostgreSQL stopped a write that collided with another
+    │                              writer's (deadlock, serialization failure); store/db/
+    │                              turns.py retries it, so it escapes only after its retries
     └── UpstreamError              the upstream API failed; `.status`, `.code` (exit 1)
         ├── NotFound               upstream has no such document (exit 3); `.names`
         ├── BadRequest             400 INVALID_ARGUMENT other than an invalid key
@@ -99,6 +102,11 @@ class StoreError(MirrorError):
 
 class SchemaError(StoreError):
     """The store's schema revision is not one this version understands."""
+
+
+class WriteConflict(StoreError):
+    """PostgreSQL rolled a write back because it collided with another writer's at the same
+    moment (SQLSTATE 40P01 deadlock, 40001 serialization failure): worth running again."""
 
 
 class NotCached(MirrorError):

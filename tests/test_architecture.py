@@ -2,7 +2,7 @@
 
 - Shells (mirror/cli/, mirror/serve/) import neither mirror.store nor mirror.upstream.
 - Only mirror/store/ imports SQLAlchemy (and Alembic); only mirror/upstream/ imports httpx and
-  tenacity; only mirror/serve/ imports the web stack (mcp, starlette, uvicorn, jinja2, nh3).
+  tenacity (and mirror/store/db/turns.py tenacity, to retry a write PostgreSQL rolled back); only mirror/serve/ imports the web stack (mcp, starlette, uvicorn, jinja2, nh3).
 - No import cycles inside mirror/ (imports under `if TYPE_CHECKING:` are not run, so they
   do not count; imports inside functions do).
 - At most 15 modules directly under mirror/; package __init__ files stay small.
@@ -18,12 +18,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mirror"
 
-# Third-party top-level modules and the one package of mirror/ allowed to import each.
-OWNED = {
+# Third-party top-level modules and the one package of mirror/ allowed to import each (or the
+# few places, where one module outside it has a reason named beside it).
+OWNED: dict[str, str | tuple[str, ...]] = {
     "sqlalchemy": "mirror.store",
     "alembic": "mirror.store",
     "httpx": "mirror.upstream",
-    "tenacity": "mirror.upstream",
+    # ... and the store's one retry loop: writes PostgreSQL rolled back for a collision.
+    "tenacity": ("mirror.upstream", "mirror.store.db.turns"),
     "mcp": "mirror.serve",
     "mcp_types": "mirror.serve",
     "starlette": "mirror.serve",
@@ -102,7 +104,10 @@ def _within(name: str, package: str) -> bool:
 def test_third_party_imports_stay_in_their_package(module: str) -> None:
     for target in imports_of(MODULES[module]):
         owner = OWNED.get(target.split(".")[0])
-        assert owner is None or _within(module, owner), f"{module} imports {target}"
+        owners = (owner,) if isinstance(owner, str) else owner
+        assert owners is None or any(_within(module, o) for o in owners), (
+            f"{module} imports {target}"
+        )
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(SHELLS)))
