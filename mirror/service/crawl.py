@@ -116,6 +116,9 @@ class CrawlOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     mode: Mode = field(default_factory=Mode)  # --max-age, --refresh: which copies are stale
     retry_missing: bool = False  # ask again for names upstream lacked
+    # Follow every link, even those of a page whose links keep turning out missing (and
+    # queue again the ones an earlier run skipped): crawl/broken.py.
+    follow_broken_links: bool = False
     missing_max_age: float | None = None  # ...or only for those found missing longer ago
 
 
@@ -130,6 +133,9 @@ class CrawlReport:
     missing: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     queued: int = 0  # left to do (interrupted or stopped)
+    # Links not followed: found on a page whose links kept turning out missing upstream.
+    skipped: int = 0
+    skipped_from: list[str] = field(default_factory=list)
     resumed: bool = False
     requests: int = 0  # upstream calls this run (retries included)
     retries: int = 0
@@ -149,6 +155,8 @@ class CrawlReport:
             "missing": list(self.missing),
             "failed": list(self.failed),
             "queued": self.queued,
+            "skipped": self.skipped,
+            "skippedFrom": list(self.skipped_from),
             "resumed": self.resumed,
             "requests": self.requests,
             "retries": self.retries,
@@ -193,6 +201,7 @@ def crawl(
         spec.seeds,
         now=ctx.clock(),
         max_docs=spec.max_docs,
+        retry_skipped=options.follow_broken_links,
     )
     scope = Scope.of(spec.prefixes, spec.seeds)
     warnings: list[str] = []

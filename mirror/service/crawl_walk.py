@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from .. import limits
 from .. import names as naming
+from ..crawl.broken import BrokenLinks
 from ..crawl.frontier import Limits, State, children
 from ..crawl.links import linked_names
 from ..crawl.scope import Scope
@@ -128,6 +129,10 @@ class Walk:
         self.error: UpstreamError | None = None
         self.stopped: str | None = None
         self._in_a_row = 0
+        # Names read from the frontier and not settled yet: (seq, the page they were found on).
+        self._found_on: dict[str, tuple[int, str]] = {}
+        # Runs of missing links per page, unless told to follow every link.
+        self._broken = None if options.follow_broken_links else BrokenLinks()
 
     # -- the calling thread ------------------------------------------------------------------
 
@@ -191,11 +196,13 @@ class Walk:
                     exhausted = len(rows) < limits.MAX_NAMES * slots * PREFETCH
                     if rows:
                         after = rows[-1][0]
-                        ready.extend(name for _, name in rows)
+                        ready.extend(name for _, name, _ in rows)
+                        self._found_on.update((name, (seq, src)) for seq, name, src in rows)
                     continue
-                batch = [ready.popleft() for _ in range(min(limits.MAX_NAMES, len(ready)))]
-                pool.submit(self._batch, batch, depth)
-                in_flight += 1
+                batch = self._take(ready)
+                if batch:
+                    pool.submit(self._batch, batch, depth)
+                    in_flight += 1
             if not in_flight:
                 return settled
             try:
@@ -215,9 +222,38 @@ class Walk:
                 last_tick = now
                 progress(self.progress(in_flight))
 
+    def _take(self, ready: deque[str]) -> list[str]:
+        """The next batch from `ready`; names found on a page whose links kept turning out
+        missing are marked skipped instead (crawl/broken.py)."""
+        batch: list[str] = []
+        dropped: list[str] = []
+        while ready and len(batch) < limits.MAX_NAMES:
+            name = ready.popleft()
+            source = self._found_on.get(name, (0, ""))[1]
+            if self._broken is not None and self._broken.skips(source):
+                dropped.append(name)
+                self._found_on.pop(name, None)
+            else:
+                batch.append(name)
+        if dropped:
+            self._move(State.QUEUED, State.SKIPPED, self.crawls.skip(self.crawl_id, dropped))
+        return batch
+
+    def _note_links(self, states: dict[str, str]) -> None:
+        """Count each settled name, in frontier order, in its page's run of missing links."""
+        in_order = sorted(states, key=lambda n: self._found_on.get(n, (0, ""))[0])
+        for name in in_order:
+            _seq, source = self._found_on.pop(name, (0, ""))
+            state = states[name]
+            # Only links of pages (seeds and search results are the user's own choice), and
+            # only answers: a failed batch says nothing about its names.
+            if self._broken and source.startswith("documents/") and state != State.FAILED:
+                self._broken.note(source, state == State.MISSING)
+
     def _settle(self, settled: Settled) -> None:
         if settled.crashed is not None:
             raise settled.crashed
+        self._note_links(settled.states)
         for state in settled.states.values():
             self.counts[State.QUEUED] = self.counts.get(State.QUEUED, 0) - 1
             self.counts[state] = self.counts.get(state, 0) + 1
@@ -265,6 +301,8 @@ class Walk:
         report.queued = counts.get(State.QUEUED, 0)
         report.missing = self.crawls.names_in(self.crawl_id, [State.MISSING])
         report.failed = self.crawls.names_in(self.crawl_id, [State.FAILED])
+        report.skipped = counts.get(State.SKIPPED, 0)
+        report.skipped_from = self.crawls.skipped_from(self.crawl_id) if report.skipped else []
         stats = self.upstream.stats
         report.requests = stats.calls - self._stats_start.calls
         report.retries = stats.retries - self._stats_start.retries

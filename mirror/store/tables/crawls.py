@@ -23,6 +23,7 @@ from ..schema.crawl import crawl_frontier, crawls, missing_documents
 _CHUNK = 500
 QUEUED = "queued"
 FAILED = "failed"
+SKIPPED = "skipped"  # its page's links kept turning out missing (mirror/crawl/broken.py)
 
 # Returns the names whose content changed. A crawl leaves their semantic vectors to
 # `dk-mirror index update`, as an import does: embedding inside a crawl would cost ~2 s a batch.
@@ -104,10 +105,19 @@ class Crawls:
         return self.engine.dialect.name != "sqlite"
 
     def begin(
-        self, key: str, spec_json: str, seeds: Sequence[str], *, now: float, max_docs: int | None
+        self,
+        key: str,
+        spec_json: str,
+        seeds: Sequence[str],
+        *,
+        now: float,
+        max_docs: int | None,
+        retry_skipped: bool = False,
     ) -> CrawlStart:
         """The crawl described by `key`: continued if unfinished, else a new pass; its failed
-        names queued again and its seeds added (up to `max_docs` names in all)."""
+        names (and with `retry_skipped` its skipped ones) queued again and its seeds added (up
+        to `max_docs` names in all)."""
+        again = [FAILED, SKIPPED] if retry_skipped else [FAILED]
         for attempt in turns.retrying():
             with attempt, self._writer() as conn, conn.begin():
                 # Two crawlers may start the same crawl at once (PostgreSQL): the second's insert
@@ -139,7 +149,7 @@ class Crawls:
                     )
                 conn.execute(
                     update(crawl_frontier)
-                    .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state == FAILED)
+                    .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state.in_(again))
                     .values(state=QUEUED)
                 )
                 self._add(conn, crawl_id, [(s, "seed") for s in seeds], 0, max_docs)
@@ -233,10 +243,11 @@ class Crawls:
 
     def queued(
         self, crawl_id: int, depth: int, after_seq: int, limit: int
-    ) -> list[tuple[int, str]]:
-        """(seq, name) of up to `limit` queued names at `depth` after `after_seq`, in order."""
+    ) -> list[tuple[int, str, str]]:
+        """(seq, name, found_from) of up to `limit` queued names at `depth` after `after_seq`,
+        in order."""
         query = (
-            select(crawl_frontier.c.seq, crawl_frontier.c.name)
+            select(crawl_frontier.c.seq, crawl_frontier.c.name, crawl_frontier.c.found_from)
             .where(
                 and_(
                     crawl_frontier.c.crawl_id == crawl_id,
@@ -249,7 +260,39 @@ class Crawls:
             .limit(limit)
         )
         with self.engine.connect() as conn:
-            return [(int(seq), str(name)) for seq, name in conn.execute(query)]
+            return [(int(seq), str(name), str(src)) for seq, name, src in conn.execute(query)]
+
+    def skip(self, crawl_id: int, names: Sequence[str]) -> int:
+        """Mark the still queued of `names` skipped (their page's links kept turning out
+        missing); returns how many."""
+        skipped = 0
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                skipped = 0
+                ordered = sorted(set(names))
+                for start in range(0, len(ordered), _CHUNK):
+                    result = conn.execute(
+                        update(crawl_frontier)
+                        .where(
+                            crawl_frontier.c.crawl_id == crawl_id,
+                            crawl_frontier.c.state == QUEUED,
+                            crawl_frontier.c.name.in_(ordered[start : start + _CHUNK]),
+                        )
+                        .values(state=SKIPPED)
+                    )
+                    skipped += int(result.rowcount or 0)
+        return skipped
+
+    def skipped_from(self, crawl_id: int) -> list[str]:
+        """The pages whose links the crawl skipped, by name."""
+        query = (
+            select(crawl_frontier.c.found_from)
+            .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state == SKIPPED)
+            .distinct()
+            .order_by(crawl_frontier.c.found_from)
+        )
+        with self.engine.connect() as conn:
+            return [str(n) for n in conn.execute(query).scalars()]
 
     @contextmanager
     def claim(self, crawl_id: int, names: Sequence[str]) -> Iterator[Claim]:
