@@ -152,6 +152,15 @@ def _summary(report: CrawlReport, as_json: bool) -> None:
         f"(of {report.known} known{', resumed' if report.resumed else ''})",
         err=True,
     )
+    mine = report.this_run
+    if mine.get("fetched", 0) != report.fetched or mine.get("had", 0) != report.had:
+        # Resumed, or other crawlers share the frontier: the counts above are the crawl's.
+        click.echo(
+            f"this run: {mine.get('fetched', 0)} fetched, {mine.get('had', 0)} already had, "
+            f"{mine.get('unchanged', 0)} unchanged, {mine.get('missing', 0)} missing, "
+            f"{mine.get('failed', 0)} failed (the rest by earlier runs or other crawlers)",
+            err=True,
+        )
     for name in report.missing[:20]:
         click.echo(f"missing: {render.clean(name)}", err=True)
     if len(report.missing) > 20:

@@ -133,6 +133,9 @@ class CrawlReport:
     missing: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     queued: int = 0  # left to do (interrupted or stopped)
+    # Names this process settled, by state (the counts above are the crawl's, which other
+    # crawlers sharing its frontier on PostgreSQL add to).
+    this_run: dict[str, int] = field(default_factory=dict)
     # Links not followed: found on a page whose links kept turning out missing upstream.
     skipped: int = 0
     skipped_from: list[str] = field(default_factory=list)
@@ -155,6 +158,13 @@ class CrawlReport:
             "missing": list(self.missing),
             "failed": list(self.failed),
             "queued": self.queued,
+            "thisRun": {
+                "fetched": self.this_run.get("fetched", 0),
+                "alreadyHad": self.this_run.get("had", 0),
+                "unchanged": self.this_run.get("unchanged", 0),
+                "missing": self.this_run.get("missing", 0),
+                "failed": self.this_run.get("failed", 0),
+            },
             "skipped": self.skipped,
             "skippedFrom": list(self.skipped_from),
             "resumed": self.resumed,

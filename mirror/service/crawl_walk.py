@@ -23,7 +23,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +56,8 @@ PREFETCH = 5
 # A pass over a level that settled nothing found every name claimed by another crawler on
 # the same frontier (PostgreSQL): wait this long (seconds) before looking again.
 CLAIMED_ELSEWHERE_WAIT = 0.2
+# The states a report counts for this run alone, beside the crawl's totals.
+THIS_RUN = (State.FETCHED, State.HAD, State.UNCHANGED, State.MISSING, State.FAILED)
 # Documents one group commit may hold: enough to pay a transaction's fixed costs once per
 # several batches, small enough that the write lock is never held for long.
 GROUP_DOCUMENTS = 200
@@ -131,6 +133,9 @@ class Walk:
         self._in_a_row = 0
         # Names read from the frontier and not settled yet: (seq, the page they were found on).
         self._found_on: dict[str, tuple[int, str]] = {}
+        # Names this run settled, by state: other crawlers on a shared frontier (PostgreSQL)
+        # settle the rest of the crawl's counts.
+        self.mine: Counter[str] = Counter()
         # Runs of missing links per page, unless told to follow every link.
         self._broken = None if options.follow_broken_links else BrokenLinks()
 
@@ -254,6 +259,7 @@ class Walk:
         if settled.crashed is not None:
             raise settled.crashed
         self._note_links(settled.states)
+        self.mine.update(settled.states.values())
         for state in settled.states.values():
             self.counts[State.QUEUED] = self.counts.get(State.QUEUED, 0) - 1
             self.counts[state] = self.counts.get(state, 0) + 1
@@ -301,6 +307,7 @@ class Walk:
         report.queued = counts.get(State.QUEUED, 0)
         report.missing = self.crawls.names_in(self.crawl_id, [State.MISSING])
         report.failed = self.crawls.names_in(self.crawl_id, [State.FAILED])
+        report.this_run = {state: self.mine.get(state, 0) for state in THIS_RUN}
         report.skipped = counts.get(State.SKIPPED, 0)
         report.skipped_from = self.crawls.skipped_from(self.crawl_id) if report.skipped else []
         stats = self.upstream.stats
