@@ -19,7 +19,10 @@
     │   └── NotServed              serve/calls.py: a miss a read-only server may not fetch
     ├── StoreError                 the local database cannot be used as asked (exit 1)
     │   ├── SchemaError            store revision unknown to this version of dk-mirror
-    │   └── IndexRebuilding        a server's search index is being rebuilt; `.retry_after`
+    │   ├── IndexRebuilding        a server's search index is being rebuilt; `.retry_after`
+    │   └── WriteConflict          PostgreSQL stopped a write that collided with another
+    │                              writer's (deadlock, serialization failure); store/db/
+    │                              turns.py retries it, so it escapes only after its retries
     └── UpstreamError              the upstream API failed; `.status`, `.code` (exit 1)
         ├── NotFound               upstream has no such document (exit 3); `.names`
         ├── BadRequest             400 INVALID_ARGUMENT other than an invalid key
@@ -123,6 +126,11 @@ class IndexRebuilding(StoreError):
     def __init__(self, message: str, *, hint: str | None = None, retry_after: int = 5) -> None:
         super().__init__(message, hint=hint)
         self.retry_after = retry_after
+
+
+class WriteConflict(StoreError):
+    """PostgreSQL rolled a write back because it collided with another writer's at the same
+    moment (SQLSTATE 40P01 deadlock, 40001 serialization failure): worth running again."""
 
 
 class NotCached(MirrorError):

@@ -76,7 +76,19 @@ def _documents(raw: IO[bytes], where: str, limit: int) -> Iterator[Document]:
         compressed = raw.read(2) == GZIP_MAGIC
         raw.seek(0)
         reader = LineReader(blocks(raw, compressed=compressed), limit=limit)
-        yield from _parse(reader, where, limit)
+        held = 0
+        for doc in _parse(reader, where, limit):
+            held += 1
+            yield doc
+    if not held:
+        # A file of nothing (or of blank lines only: a gzip of 2 GiB of newlines) is not an
+        # export of anything; saying "imported 0" would pass a broken pipeline as a success.
+        blank = f" (only {reader.blank_lines} blank line(s))" if reader.blank_lines else ""
+        raise InvalidInput(
+            f"{where} holds no Document records{blank}",
+            hint="each line must be one Document object (JSON), as the API returns it; "
+            "nothing was imported",
+        )
 
 
 def iter_documents(

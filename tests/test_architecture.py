@@ -3,7 +3,8 @@
 - Shells (mirror/cli/, mirror/serve/) import neither mirror.store nor mirror.upstream, and
   mirror/serve/ never imports mirror/cli/ (what both need lives lower down).
 - Only mirror/store/ imports SQLAlchemy (and Alembic); only mirror/upstream/ imports httpx and
-  tenacity; only mirror/serve/ imports the web stack (mcp, starlette, uvicorn, jinja2, nh3).
+  tenacity (and mirror/store/db/turns.py tenacity, to retry a write PostgreSQL rolled
+  back); only mirror/serve/ imports the web stack (mcp, starlette, uvicorn, jinja2, nh3).
 - Inside the store, each room keeps its library: tantivy only in textindex/sqlite/; the
   PostgreSQL driver and dialect only in textindex/postgres/ and db/; SQLAlchemy neither in
   textindex/sqlite/ nor anywhere on the cold `get --offline` / `search --offline` path (what
@@ -42,7 +43,8 @@ OWNED: dict[str, tuple[str, ...]] = {
     # The local search engine beside an SQLite file.
     "tantivy": ("mirror.store.textindex.sqlite",),
     "httpx": ("mirror.upstream",),
-    "tenacity": ("mirror.upstream",),
+    # ... and the store's one retry loop: writes PostgreSQL rolled back for a collision.
+    "tenacity": ("mirror.upstream", "mirror.store.db.turns"),
     "mcp": ("mirror.serve",),
     "mcp_types": ("mirror.serve",),
     "starlette": ("mirror.serve",),

@@ -38,7 +38,7 @@ def test_crawl_prints_a_summary_and_json(cli_online) -> None:  # type: ignore[no
     assert report["alreadyHad"] + len(report["missing"]) == report["known"] > 1
     assert list(report) == [
         "known", "fetched", "alreadyHad", "unchanged", "missing", "failed", "queued",
-        "resumed", "requests", "retries", "quotaWaitSeconds", "error", "hint", "stopped",
+        "thisRun", "skipped", "skippedFrom", "resumed", "requests", "retries", "quotaWaitSeconds", "error", "hint", "stopped",
         "interrupted", "warnings",
     ]  # fmt: skip
     assert report["requests"] == 0

@@ -194,3 +194,19 @@ def test_import_native_memory_does_not_grow_with_the_file(tmp_path: Path) -> Non
         f"{cached[1]:.0f} MB)"
     )
     assert peaks[1] < 200  # the bound for a file of any size
+
+
+def test_a_file_of_blank_lines_only_is_refused(run, db_url: str, tmp_path: Path) -> None:
+    # A gzip of millions of newlines (a 2 GiB one is 2 MB on disk): there is nothing in it to
+    # import, which `snapshot verify` refuses too; "imported 0 documents" would pass it.
+    path = tmp_path / "blank.jsonl.gz"
+    with gzip.open(path, "wb") as out:
+        for _ in range(8):
+            out.write(b"\n" * 1_000_000)
+    result = run("import", str(path))
+    assert result.exit_code == 2, result.stderr
+    assert "holds no Document records (only 8000000 blank line(s))" in result.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert run("import", str(empty)).exit_code == 2
+    assert stored(db_url) == 0

@@ -73,3 +73,13 @@ def test_two_crawlers_on_one_scope_fetch_every_page_once_under_the_quota(
     by_key = Counter(r.headers.get("x-goog-api-key") for r in calls)
     assert by_key["crawler-a"] > 0 and by_key["crawler-b"] > 0, by_key
     assert all(report["failed"] == [] for report in reports)
+    # Each reports the crawl's totals as the crawl's, and its own share as its own.
+    assert [r["fetched"] for r in reports] == [PAGES, PAGES]
+    mine = [r["thisRun"]["fetched"] for r in reports]
+    assert sum(mine) == PAGES and min(mine) > 0, mine
+    assert mine == [delivered_by(calls, "crawler-a"), delivered_by(calls, "crawler-b")]
+
+
+def delivered_by(calls: list[Any], key: str) -> int:
+    """Pages delivered to the crawler that sent `key`."""
+    return sum(len(r.query["names"]) for r in calls if r.headers.get("x-goog-api-key") == key)

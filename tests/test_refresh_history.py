@@ -445,3 +445,25 @@ def test_a_document_a_snapshot_tombstone_removed_is_restored_from_history(
     assert report.mismatches == [] and report.written == 1
     got = ours.get_documents(names[1:], Mode(offline=True)).documents[0]
     assert got.content == docs[1]["content"]
+
+
+def test_a_rejected_key_counts_every_copy_left_unrefreshed(
+    upstream: Emulator, docs: list[dict], db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)
+    monkeypatch.setenv("DK_MIRROR_UPSTREAM", upstream.base_url)
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", "test-key")
+
+    def run(*args: str):  # type: ignore[no-untyped-def]
+        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+    assert run("fetch", *_names(docs[:90])).exit_code == 0
+    monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", "revoked-key")
+    result = run("refresh", "--concurrency", "1")
+    assert result.exit_code == 1
+    # The first batch of 20 is refused and the run stops: all 90 copies are left as they
+    # were, not the 20 of the one batch that was sent.
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 90 of 90 document(s) were not refreshed"), last
+    as_json = run("refresh", "--concurrency", "1", "--json")
+    assert json.loads(as_json.stdout)["notRefreshed"] == 90

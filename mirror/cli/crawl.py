@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..crawl.broken import MISSING_RUN
 from . import render
 from .common import (
     duration,
@@ -54,6 +55,10 @@ if TYPE_CHECKING:
     "--missing-max-age", callback=duration,
     help="Ask again for names found missing longer ago than this (e.g. 7d).",
 )  # fmt: skip
+@click.option(
+    "--follow-broken-links", is_flag=True,
+    help="Follow every link, even of a page whose links keep turning out missing upstream.",
+)  # fmt: skip
 @click.option("--max-age", callback=duration, help="Refetch copies older than this (e.g. 7d).")
 @click.option("--refresh", is_flag=True, help="Fetch even documents already cached.")
 @json_option
@@ -72,6 +77,7 @@ def crawl(
     concurrency: int,
     retry_missing: bool,
     missing_max_age: float | None,
+    follow_broken_links: bool,
     max_age: float | None,
     refresh: bool,
     as_json: bool,
@@ -82,7 +88,9 @@ def crawl(
     name). The frontier is kept in the store: rerun the same command after an interruption
     (Ctrl-C, a crash, kill -9) and it continues; nothing already stored is fetched again.
     Names upstream does not have are remembered and not asked for again unless
-    --retry-missing or --missing-max-age says so.
+    --retry-missing or --missing-max-age says so. Once 40 links of one page in a row turn
+    out missing, the rest of that page's links are skipped (each costs quota), and the
+    summary says so; --follow-broken-links follows them.
     """
     from ..service.crawl import make_spec
     from ..service.crawl_reports import CrawlInterrupted, CrawlOptions
@@ -107,6 +115,7 @@ def crawl(
         mode=request_mode(mirror, max_age=max_age, refresh=refresh),
         retry_missing=retry_missing,
         missing_max_age=missing_max_age,
+        follow_broken_links=follow_broken_links,
     )
     display = CrawlDisplay()
     try:
@@ -144,9 +153,27 @@ def _summary(report: CrawlReport, as_json: bool) -> None:
         f"(of {report.known} known{', resumed' if report.resumed else ''})",
         err=True,
     )
+    mine = report.this_run
+    if mine.get("fetched", 0) != report.fetched or mine.get("had", 0) != report.had:
+        # Resumed, or other crawlers share the frontier: the counts above are the crawl's.
+        click.echo(
+            f"this run: {mine.get('fetched', 0)} fetched, {mine.get('had', 0)} already had, "
+            f"{mine.get('unchanged', 0)} unchanged, {mine.get('missing', 0)} missing, "
+            f"{mine.get('failed', 0)} failed (the rest by earlier runs or other crawlers)",
+            err=True,
+        )
     for name in report.missing[:20]:
         click.echo(f"missing: {render.clean(name)}", err=True)
     if len(report.missing) > 20:
         click.echo(f"... and {len(report.missing) - 20} more missing (--json lists all)", err=True)
     for name in report.failed:
         click.echo(f"failed: {render.clean(name)}", err=True)
+    if report.skipped:
+        pages = ", ".join(render.clean(n) for n in report.skipped_from[:3])
+        more = f" and {len(report.skipped_from) - 3} more" if len(report.skipped_from) > 3 else ""
+        click.echo(
+            f"skipped: {report.skipped} link(s) of {pages}{more}, whose links kept turning out "
+            f"missing upstream ({MISSING_RUN} in a row); to fetch them too, run the same command "
+            "again with --follow-broken-links",
+            err=True,
+        )

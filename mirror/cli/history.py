@@ -89,8 +89,11 @@ def refresh(
             ctx,
             stopped=report.stopped,
             error=report.error,
-            advice=f"{len(report.failed)} document(s) were not refreshed; run the same command "
-            "again (with --older-than, only those are asked again)",
+            # Every copy left behind: a rejected key stops the run after one batch, and the
+            # copies never asked are as stale as the failed ones.
+            advice=f"{report.not_refreshed} of {report.selected} document(s) were not "
+            "refreshed; run the same command again (with --older-than, only those are asked "
+            "again)",
         )
 
 

@@ -18,6 +18,9 @@ class State(StrEnum):
     UNCHANGED = "unchanged"  # fetched again (stale copy): same content
     MISSING = "missing"  # upstream does not have it (asked now, or remembered)
     FAILED = "failed"  # its batch still failed after retries; a rerun tries it again
+    # Not asked for: the page it was found on had too many links in a row missing upstream
+    # (crawl/broken.py); `crawl --follow-broken-links` asks for it.
+    SKIPPED = "skipped"
 
 
 DONE = tuple(s for s in State if s is not State.QUEUED)

@@ -132,6 +132,7 @@ def crawl(
         spec.seeds,
         now=ctx.clock(),
         max_docs=spec.max_docs,
+        retry_skipped=options.follow_broken_links,
     )
     scope = Scope.of(spec.prefixes, spec.seeds)
     warnings: list[str] = []

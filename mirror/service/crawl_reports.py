@@ -24,6 +24,9 @@ class CrawlOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     mode: Mode = field(default_factory=Mode)  # --max-age, --refresh: which copies are stale
     retry_missing: bool = False  # ask again for names upstream lacked
+    # Follow every link, even those of a page whose links keep turning out missing (and
+    # queue again the ones an earlier run skipped): crawl/broken.py.
+    follow_broken_links: bool = False
     missing_max_age: float | None = None  # ...or only for those found missing longer ago
 
 
@@ -38,6 +41,12 @@ class CrawlReport:
     missing: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     queued: int = 0  # left to do (interrupted or stopped)
+    # Names this process settled, by state (the counts above are the crawl's, which other
+    # crawlers sharing its frontier on PostgreSQL add to).
+    this_run: dict[str, int] = field(default_factory=dict)
+    # Links not followed: found on a page whose links kept turning out missing upstream.
+    skipped: int = 0
+    skipped_from: list[str] = field(default_factory=list)
     resumed: bool = False
     requests: int = 0  # upstream calls this run (retries included)
     retries: int = 0
@@ -57,6 +66,15 @@ class CrawlReport:
             "missing": list(self.missing),
             "failed": list(self.failed),
             "queued": self.queued,
+            "thisRun": {
+                "fetched": self.this_run.get("fetched", 0),
+                "alreadyHad": self.this_run.get("had", 0),
+                "unchanged": self.this_run.get("unchanged", 0),
+                "missing": self.this_run.get("missing", 0),
+                "failed": self.this_run.get("failed", 0),
+            },
+            "skipped": self.skipped,
+            "skippedFrom": list(self.skipped_from),
             "resumed": self.resumed,
             "requests": self.requests,
             "retries": self.retries,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from .. import limits
 from .. import names as naming
+from ..crawl.broken import BrokenLinks
 from ..crawl.frontier import Limits, State, children
 from ..crawl.links import linked_names
 from ..crawl.scope import Scope
@@ -56,6 +57,8 @@ PREFETCH = 5
 # A pass over a level that settled nothing found every name claimed by another crawler on
 # the same frontier (PostgreSQL): wait this long (seconds) before looking again.
 CLAIMED_ELSEWHERE_WAIT = 0.2
+# The states a report counts for this run alone, beside the crawl's totals.
+THIS_RUN = (State.FETCHED, State.HAD, State.UNCHANGED, State.MISSING, State.FAILED)
 # Documents one group commit may hold: enough to pay a transaction's fixed costs once per
 # several batches, small enough that the write lock is never held for long.
 GROUP_DOCUMENTS = 200
@@ -117,6 +120,13 @@ class Walk:
         self.error: UpstreamError | None = None
         self.stopped: str | None = None
         self._in_a_row = 0
+        # Names read from the frontier and not settled yet: (seq, the page they were found on).
+        self._found_on: dict[str, tuple[int, str]] = {}
+        # Names this run settled, by state: other crawlers on a shared frontier (PostgreSQL)
+        # settle the rest of the crawl's counts.
+        self.mine: Counter[str] = Counter()
+        # Runs of missing links per page, unless told to follow every link.
+        self._broken = None if options.follow_broken_links else BrokenLinks()
 
     # -- the calling thread ------------------------------------------------------------------
 
@@ -180,11 +190,13 @@ class Walk:
                     exhausted = len(rows) < limits.MAX_NAMES * slots * PREFETCH
                     if rows:
                         after = rows[-1][0]
-                        ready.extend(name for _, name in rows)
+                        ready.extend(name for _, name, _ in rows)
+                        self._found_on.update((name, (seq, src)) for seq, name, src in rows)
                     continue
-                batch = [ready.popleft() for _ in range(min(limits.MAX_NAMES, len(ready)))]
-                pool.submit(self._batch, batch, depth)
-                in_flight += 1
+                batch = self._take(ready)
+                if batch:
+                    pool.submit(self._batch, batch, depth)
+                    in_flight += 1
             if not in_flight:
                 return settled
             try:
@@ -204,9 +216,39 @@ class Walk:
                 last_tick = now
                 progress(self.progress(in_flight))
 
+    def _take(self, ready: deque[str]) -> list[str]:
+        """The next batch from `ready`; names found on a page whose links kept turning out
+        missing are marked skipped instead (crawl/broken.py)."""
+        batch: list[str] = []
+        dropped: list[str] = []
+        while ready and len(batch) < limits.MAX_NAMES:
+            name = ready.popleft()
+            source = self._found_on.get(name, (0, ""))[1]
+            if self._broken is not None and self._broken.skips(source):
+                dropped.append(name)
+                self._found_on.pop(name, None)
+            else:
+                batch.append(name)
+        if dropped:
+            self._move(State.QUEUED, State.SKIPPED, self.crawls.skip(self.crawl_id, dropped))
+        return batch
+
+    def _note_links(self, states: dict[str, str]) -> None:
+        """Count each settled name, in frontier order, in its page's run of missing links."""
+        in_order = sorted(states, key=lambda n: self._found_on.get(n, (0, ""))[0])
+        for name in in_order:
+            _seq, source = self._found_on.pop(name, (0, ""))
+            state = states[name]
+            # Only links of pages (seeds and search results are the user's own choice), and
+            # only answers: a failed batch says nothing about its names.
+            if self._broken and source.startswith("documents/") and state != State.FAILED:
+                self._broken.note(source, state == State.MISSING)
+
     def _settle(self, settled: Settled) -> None:
         if settled.crashed is not None:
             raise settled.crashed
+        self._note_links(settled.states)
+        self.mine.update(settled.states.values())
         for state in settled.states.values():
             self.counts[State.QUEUED] = self.counts.get(State.QUEUED, 0) - 1
             self.counts[state] = self.counts.get(state, 0) + 1
@@ -254,6 +296,9 @@ class Walk:
         report.queued = counts.get(State.QUEUED, 0)
         report.missing = self.crawls.names_in(self.crawl_id, [State.MISSING])
         report.failed = self.crawls.names_in(self.crawl_id, [State.FAILED])
+        report.this_run = {state: self.mine.get(state, 0) for state in THIS_RUN}
+        report.skipped = counts.get(State.SKIPPED, 0)
+        report.skipped_from = self.crawls.skipped_from(self.crawl_id) if report.skipped else []
         stats = self.upstream.stats
         report.requests = stats.calls - self._stats_start.calls
         report.retries = stats.retries - self._stats_start.retries

@@ -49,6 +49,12 @@ class RefreshReport:
     stopped: str | None = None
     interrupted: bool = False
 
+    @property
+    def not_refreshed(self) -> int:
+        """Copies in scope this run did not bring up to date: failed, and (when it stopped
+        early, on a rejected key) never asked."""
+        return self.selected - self.unchanged - len(self.changed) - len(self.gone)
+
     def to_json(self) -> dict[str, Any]:
         """As `refresh --json` prints it (stable key order)."""
         return {
@@ -63,6 +69,7 @@ class RefreshReport:
             "hint": self.error.hint if self.error else None,
             "stopped": self.stopped,
             "interrupted": self.interrupted,
+            "notRefreshed": self.not_refreshed,
         }
 
 

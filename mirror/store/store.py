@@ -28,7 +28,7 @@ from ..models import (
     Version,
 )
 from .db import engine as engines
-from .db import sql
+from .db import sql, turns
 from .db.failures import from_dbapi
 from .db.generation import GenerationProbe, probe_for
 from .db.rows import cached_document, upsert
@@ -279,8 +279,9 @@ class Store(Searching):
         docs = list(docs)
         if not docs:
             return 0
-        with self._writer() as conn, conn.begin():
-            changed = self._write_batch(conn, docs, fetched_at, upstream)
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                changed = self._write_batch(conn, docs, fetched_at, upstream)
         self._refresh_vectors(changed)
         return len(docs)
 
@@ -311,6 +312,7 @@ class Store(Searching):
                 batches, 0 if self._one_thread else PREPARED_AHEAD, name="import-prepare"
             ) as ready,
         ):
+            turns.take_store(conn, alone=True)  # a file's order is no order: see turns.py
             for batch in ready:
                 changed.add(self._write_prepared(conn, batch, indexing))
                 seen.add(d.name for d in batch.docs)
@@ -356,6 +358,8 @@ class Store(Searching):
         # `indexing`: a bulk write's hold on the index, else the index as any write keeps it.
         index = indexing or self.text
         docs = batch.docs
+        # Before anything of them is read: another writer of the same pages waits its turn.
+        turns.take_pages(conn, (doc.name for doc in docs))
         changed = index.changed(conn, docs, batch.hashes)
         versions.record(
             conn, docs, batch.fetched_at, batch.upstream, self.keep_versions, batch.hashes
@@ -452,8 +456,12 @@ class Store(Searching):
         versions were dropped."""
         from .tables import versions
 
-        with self._writer() as conn, conn.begin():
-            return versions.prune(conn, keep, names)
+        dropped = 0
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                turns.take_store(conn, alone=False)
+                dropped = versions.prune(conn, keep, names)
+        return dropped
 
     def refresh_stamps(self, prefix: str | None, checked_before: float | None) -> list[Stamp]:
         """Documents with content (under `prefix`) last checked before `checked_before`."""
@@ -466,22 +474,28 @@ class Store(Searching):
         """Upstream has `names` unchanged: count their copies as fetched `at` (content kept)."""
         from .tables import versions
 
-        with self._writer() as conn, conn.begin():
-            versions.mark_checked(conn, names, at)
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                turns.take_pages(conn, names)
+                versions.mark_checked(conn, names, at)
 
     def mark_gone(self, names: Sequence[str], at: float) -> None:
         """Upstream no longer has `names`: flag them, keep their copies."""
         from .tables import versions
 
-        with self._writer() as conn, conn.begin():
-            versions.mark_gone(conn, names, at)
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                turns.take_pages(conn, names)
+                versions.mark_gone(conn, names, at)
 
     def clear_gone(self, names: Sequence[str]) -> None:
         """Upstream has `names` again: drop their gone flags."""
         from .tables import versions
 
-        with self._writer() as conn, conn.begin():
-            versions.clear_gone(conn, names)
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                turns.take_pages(conn, names)
+                versions.clear_gone(conn, names)
 
     def apply_stream(
         self, changes: Iterable[Document | str], *, fetched_at: float, upstream: str

@@ -1,6 +1,7 @@
 """Clients for the upstream Developer Knowledge API (REST v1 and MCP), behind one interface.
 
-The only package that imports httpx and tenacity. Importing this package is cheap: the
+The only package that imports httpx, and tenacity (but for the store's one retry of a write
+PostgreSQL rolled back: store/db/turns.py). Importing this package is cheap: the
 transports are loaded by `open_upstream`, so offline paths never import httpx.
 """
 

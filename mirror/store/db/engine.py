@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -19,12 +20,15 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from ...errors import StoreError
 from . import compression
 from .disk import WHERE
-from .failures import READ_ONLY_HINT, on_error
+from .failures import READ_ONLY_HINT, from_dbapi, on_error
 
 log = logging.getLogger("mirror.store")
 
 # Milliseconds a connection waits for another writer's lock before failing with "locked".
 BUSY_TIMEOUT_MS = 5000
+# Seconds a writer waits its turn behind another (an import holds the write lock for as long
+# as it runs: minutes for a large file) before it gives up: it tries again every busy timeout.
+WRITER_PATIENCE_S = 3600.0
 # Execution option that marks a connection as a writer (its BEGIN takes the write lock).
 WRITE = "dk_mirror_write"
 # What the WAL file is cut back to after a checkpoint (journal_size_limit).
@@ -100,9 +104,34 @@ def _on_sqlite_begin(conn: Any) -> None:
     # rather than deadlocking when both try to upgrade a read lock. Readers issue a plain
     # (deferred) BEGIN so that several statements see one snapshot.
     if conn.get_execution_options().get(WRITE):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        _begin_writing(conn)
     else:
         conn.exec_driver_sql("BEGIN")
+
+
+def _begin_writing(conn: Any) -> None:
+    """BEGIN IMMEDIATE, waiting for the write lock as long as another writer holds it (up to
+    WRITER_PATIENCE_S): a long import is another writer's turn, not a failure of this one."""
+    raw = conn.connection.driver_connection
+    deadline = time.monotonic() + WRITER_PATIENCE_S
+    said = False
+    while True:
+        try:
+            raw.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout inside SQLite
+            return
+        except raw.OperationalError as exc:  # sqlite3's, whichever module opened it
+            where = describe(conn.engine.url)
+            if getattr(exc, "sqlite_errorname", "") != "SQLITE_BUSY":
+                raise from_dbapi(exc, where) from None
+            if time.monotonic() >= deadline:
+                raise from_dbapi(exc, where) from None
+            if not said:
+                said = True
+                log.warning(
+                    "the store is being written by another dk-mirror (an import, a crawl); "
+                    "waiting for it to finish: %s",
+                    where,
+                )
 
 
 # The store holds recorded searches and answers: only its owner may read it. SQLite gives the

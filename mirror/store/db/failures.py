@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import DBAPIError, ProgrammingError
 
-from ...errors import StoreError
+from ...errors import StoreError, WriteConflict
 from .disk import DISK_FULL, DISK_FULL_HINT, WHERE, first_line, short_of_space
 
 # Execution option for a statement whose failure the caller expects and handles itself
@@ -57,6 +57,19 @@ _SQLITE: dict[str, tuple[str, str]] = {
 }
 
 
+# SQLSTATEs PostgreSQL gives a transaction it rolled back for colliding with another one at
+# the same moment: the same write run again succeeds (turns.py retries them).
+RETRYABLE_SQLSTATES = {
+    "40P01": "deadlock detected",
+    "40001": "serialization failure",
+}
+CONFLICT_HINT = (
+    "other dk-mirror commands were writing the same pages at the same moment and PostgreSQL "
+    "rolled this write back (nothing of it was kept); it was retried and collided every time: "
+    "run the command again"
+)
+
+
 def _disk_full(where: str) -> bool:
     return short_of_space(Path(where).parent)
 
@@ -76,6 +89,13 @@ def from_dbapi(orig: BaseException, where: str) -> StoreError:
         return StoreError(
             f"the store failed: {first_line(orig)} ({where})",
             hint="run `dk-mirror doctor`, and report it if the store checks out",
+        )
+    sqlstate = getattr(orig, "sqlstate", None)
+    if sqlstate in RETRYABLE_SQLSTATES:
+        return WriteConflict(
+            f"another writer collided with this one: {RETRYABLE_SQLSTATES[sqlstate]} "
+            f"(SQLSTATE {sqlstate}) ({where})",
+            hint=CONFLICT_HINT,
         )
     return StoreError(
         f"the database failed: {first_line(orig)} ({where})",

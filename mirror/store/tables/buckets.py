@@ -15,6 +15,7 @@ from typing import TypeVar
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
 from ...models import BucketState
+from ..db import turns
 from ..db.rows import insert_missing
 from ..schema.recordings import quota_buckets
 
@@ -57,6 +58,12 @@ class Buckets:
         on the time it actually got it.
         """
         key = {"at_upstream": upstream, "at_bucket": bucket}
+        # Run again when PostgreSQL rolls it back for colliding with another writer.
+        result: T = turns.retrying()(self._change, key, step, clock)
+        return result
+
+    def _change(self, key: dict[str, str], step: Step[T], clock: Callable[[], float]) -> T:
+        upstream, bucket = key["at_upstream"], key["at_bucket"]
         with self._writer() as conn, conn.begin():
             found = conn.execute(self._row, key).first()
             if found is None:

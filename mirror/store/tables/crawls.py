@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, select, update
 
 from ...models import Document
+from ..db import turns
 from ..db.rows import dialect_insert
 from ..schema.crawl import crawl_frontier, crawls, missing_documents
 
@@ -22,6 +23,7 @@ from ..schema.crawl import crawl_frontier, crawls, missing_documents
 _CHUNK = 500
 QUEUED = "queued"
 FAILED = "failed"
+SKIPPED = "skipped"  # its page's links kept turning out missing (mirror/crawl/broken.py)
 
 # Returns the names whose content changed. A crawl leaves their semantic vectors to
 # `dk-mirror index update`, as an import does: embedding inside a crawl would cost ~2 s a batch.
@@ -103,43 +105,55 @@ class Crawls:
         return self.engine.dialect.name != "sqlite"
 
     def begin(
-        self, key: str, spec_json: str, seeds: Sequence[str], *, now: float, max_docs: int | None
+        self,
+        key: str,
+        spec_json: str,
+        seeds: Sequence[str],
+        *,
+        now: float,
+        max_docs: int | None,
+        retry_skipped: bool = False,
     ) -> CrawlStart:
         """The crawl described by `key`: continued if unfinished, else a new pass; its failed
-        names queued again and its seeds added (up to `max_docs` names in all)."""
-        with self._writer() as conn, conn.begin():
-            # Two crawlers may start the same crawl at once (PostgreSQL): the second's insert
-            # waits for the first's commit and does nothing; both then read the one row.
-            created = conn.execute(
-                self._new_crawl.values(
-                    key=key, spec_json=spec_json, started_at=now, updated_at=now, searched=0,
-                    next_seq=0,
-                )
-            ).rowcount == 1  # fmt: skip
-            row = conn.execute(
-                select(crawls.c.id, crawls.c.finished_at, crawls.c.searched)
-                .where(crawls.c.key == key)
-                .with_for_update()
-            ).one()
-            resumed = not created and row.finished_at is None
-            crawl_id = row.id
-            if not created and not resumed:
-                # The last pass finished: walk again (stored pages cost no request).
-                conn.execute(delete(crawl_frontier).where(crawl_frontier.c.crawl_id == crawl_id))
-                conn.execute(
-                    update(crawls)
-                    .where(crawls.c.id == crawl_id)
-                    .values(
-                        started_at=now, updated_at=now, finished_at=None, searched=0, next_seq=0
+        names (and with `retry_skipped` its skipped ones) queued again and its seeds added (up
+        to `max_docs` names in all)."""
+        again = [FAILED, SKIPPED] if retry_skipped else [FAILED]
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                # Two crawlers may start the same crawl at once (PostgreSQL): the second's insert
+                # waits for the first's commit and does nothing; both then read the one row.
+                created = conn.execute(
+                    self._new_crawl.values(
+                        key=key, spec_json=spec_json, started_at=now, updated_at=now, searched=0,
+                        next_seq=0,
                     )
+                ).rowcount == 1  # fmt: skip
+                row = conn.execute(
+                    select(crawls.c.id, crawls.c.finished_at, crawls.c.searched)
+                    .where(crawls.c.key == key)
+                    .with_for_update()
+                ).one()
+                resumed = not created and row.finished_at is None
+                crawl_id = row.id
+                if not created and not resumed:
+                    # The last pass finished: walk again (stored pages cost no request).
+                    conn.execute(
+                        delete(crawl_frontier).where(crawl_frontier.c.crawl_id == crawl_id)
+                    )
+                    conn.execute(
+                        update(crawls)
+                        .where(crawls.c.id == crawl_id)
+                        .values(
+                            started_at=now, updated_at=now, finished_at=None, searched=0, next_seq=0
+                        )
+                    )
+                conn.execute(
+                    update(crawl_frontier)
+                    .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state.in_(again))
+                    .values(state=QUEUED)
                 )
-            conn.execute(
-                update(crawl_frontier)
-                .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state == FAILED)
-                .values(state=QUEUED)
-            )
-            self._add(conn, crawl_id, [(s, "seed") for s in seeds], 0, max_docs)
-            searched = bool(row.searched) if resumed else False
+                self._add(conn, crawl_id, [(s, "seed") for s in seeds], 0, max_docs)
+                searched = bool(row.searched) if resumed else False
         return CrawlStart(id=int(crawl_id), resumed=resumed, searched=searched)
 
     def add_found(
@@ -152,11 +166,12 @@ class Crawls:
     ) -> int:
         """Add search results at depth 0 and mark the pass's search discovery done, in one
         transaction; returns how many names were new."""
-        with self._writer() as conn, conn.begin():
-            added = self._add(conn, crawl_id, names, 0, max_docs)
-            conn.execute(
-                update(crawls).where(crawls.c.id == crawl_id).values(searched=1, updated_at=now)
-            )
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                added = self._add(conn, crawl_id, names, 0, max_docs)
+                conn.execute(
+                    update(crawls).where(crawls.c.id == crawl_id).values(searched=1, updated_at=now)
+                )
         return added
 
     def _add(
@@ -228,10 +243,11 @@ class Crawls:
 
     def queued(
         self, crawl_id: int, depth: int, after_seq: int, limit: int
-    ) -> list[tuple[int, str]]:
-        """(seq, name) of up to `limit` queued names at `depth` after `after_seq`, in order."""
+    ) -> list[tuple[int, str, str]]:
+        """(seq, name, found_from) of up to `limit` queued names at `depth` after `after_seq`,
+        in order."""
         query = (
-            select(crawl_frontier.c.seq, crawl_frontier.c.name)
+            select(crawl_frontier.c.seq, crawl_frontier.c.name, crawl_frontier.c.found_from)
             .where(
                 and_(
                     crawl_frontier.c.crawl_id == crawl_id,
@@ -244,7 +260,39 @@ class Crawls:
             .limit(limit)
         )
         with self.engine.connect() as conn:
-            return [(int(seq), str(name)) for seq, name in conn.execute(query)]
+            return [(int(seq), str(name), str(src)) for seq, name, src in conn.execute(query)]
+
+    def skip(self, crawl_id: int, names: Sequence[str]) -> int:
+        """Mark the still queued of `names` skipped (their page's links kept turning out
+        missing); returns how many."""
+        skipped = 0
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                skipped = 0
+                ordered = sorted(set(names))
+                for start in range(0, len(ordered), _CHUNK):
+                    result = conn.execute(
+                        update(crawl_frontier)
+                        .where(
+                            crawl_frontier.c.crawl_id == crawl_id,
+                            crawl_frontier.c.state == QUEUED,
+                            crawl_frontier.c.name.in_(ordered[start : start + _CHUNK]),
+                        )
+                        .values(state=SKIPPED)
+                    )
+                    skipped += int(result.rowcount or 0)
+        return skipped
+
+    def skipped_from(self, crawl_id: int) -> list[str]:
+        """The pages whose links the crawl skipped, by name."""
+        query = (
+            select(crawl_frontier.c.found_from)
+            .where(crawl_frontier.c.crawl_id == crawl_id, crawl_frontier.c.state == SKIPPED)
+            .distinct()
+            .order_by(crawl_frontier.c.found_from)
+        )
+        with self.engine.connect() as conn:
+            return [str(n) for n in conn.execute(query).scalars()]
 
     @contextmanager
     def claim(self, crawl_id: int, names: Sequence[str]) -> Iterator[Claim]:
@@ -285,10 +333,20 @@ class Crawls:
         names): all or nothing, exactly as if each batch were committed in turn, in order.
         Returns how many names the frontier gained. With a `claim` holding a transaction, the
         group is written in it (and commits when the claim ends)."""
+        added = 0
         if claim is not None and claim.conn is not None:
-            return self._write_group(claim.conn, crawl_id, group, fetched_at, max_docs, upstream)
-        with self._writer() as conn, conn.begin():
-            return self._write_group(conn, crawl_id, group, fetched_at, max_docs, upstream)
+            # In a savepoint: a write PostgreSQL rolls back for colliding with another writer
+            # goes back to it and runs again, and the claim on the frontier rows holds.
+            for attempt in turns.retrying():
+                with attempt, claim.conn.begin_nested():
+                    added = self._write_group(
+                        claim.conn, crawl_id, group, fetched_at, max_docs, upstream
+                    )
+            return added
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                added = self._write_group(conn, crawl_id, group, fetched_at, max_docs, upstream)
+        return added
 
     @contextmanager
     def writer(self) -> Iterator[GroupWriter]:
@@ -311,8 +369,9 @@ class Crawls:
         """The group's writes on `conn`, in its transaction; how many names were added."""
         documents = [doc for changes in group for doc in changes.documents]
         states = [(n, s) for changes in group for n, s in changes.states.items()]
-        missing = [n for changes in group for n in changes.missing]
-        found = [n for changes in group for n in changes.found]
+        # In name order, as every writer of these tables: two never wait for each other's rows.
+        missing = sorted({n for changes in group for n in changes.missing})
+        found = sorted({n for changes in group for n in changes.found})
         added = 0
         if documents:
             self._write_documents(conn, documents, fetched_at, upstream)
@@ -337,16 +396,17 @@ class Crawls:
 
     def requeue_failed(self, crawl_id: int, depth: int) -> int:
         """Queue the failed names at `depth` again; returns how many."""
-        with self._writer() as conn, conn.begin():
-            result = conn.execute(
-                update(crawl_frontier)
-                .where(
-                    crawl_frontier.c.crawl_id == crawl_id,
-                    crawl_frontier.c.state == FAILED,
-                    crawl_frontier.c.depth == depth,
+        for attempt in turns.retrying():
+            with attempt, self._writer() as conn, conn.begin():
+                result = conn.execute(
+                    update(crawl_frontier)
+                    .where(
+                        crawl_frontier.c.crawl_id == crawl_id,
+                        crawl_frontier.c.state == FAILED,
+                        crawl_frontier.c.depth == depth,
+                    )
+                    .values(state=QUEUED)
                 )
-                .values(state=QUEUED)
-            )
         return int(result.rowcount or 0)
 
     def counts(self, crawl_id: int) -> dict[str, int]:
@@ -371,6 +431,9 @@ class Crawls:
 
     def finish(self, crawl_id: int, *, now: float) -> bool:
         """Mark the pass finished if nothing is queued or failed; True if it was."""
+        return turns.retrying()(self._finish, crawl_id, now)
+
+    def _finish(self, crawl_id: int, now: float) -> bool:
         with self._writer() as conn, conn.begin():
             open_names = conn.execute(
                 select(func.count()).where(

@@ -8,6 +8,7 @@ from sqlalchemy import Connection, Engine, delete, select
 
 from ...models import Document
 from ..db import engine as engines
+from ..db import turns
 from ..db.rows import cached_document
 from ..schema.tables import documents
 from ..tables import vectors, versions
@@ -70,6 +71,7 @@ def apply_stream(
     gone: list[str] = []
     changed = Changed()
     with writer() as conn, engines.bulk_write(conn), conn.begin():
+        turns.take_store(conn, alone=True)  # a file's order is no order: see turns.py
         for change in changes:
             if isinstance(change, str):
                 gone.append(change)
