@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
+
 from mirror.store.schema.tables import metadata
 
 connection = context.config.attributes.get("connection")

@@ -57,7 +57,7 @@ def test_crawl_reads_seeds_from_stdin_and_names_files(cli_online, tmp_path: Path
 
 
 def test_a_failed_batch_exits_1_naming_it(cli_online, emulator: Emulator, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("mirror.upstream.retry.time.sleep", lambda _s: None)
+    monkeypatch.setattr("mirror.interrupts.sleep", lambda _s: None)
     emulator.inject(Fault("status", status=503), times=-1)
     failed = cli_online("crawl", f"{HUB}/caching", "--depth", "0")
     assert failed.exit_code == 1

@@ -29,12 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .. import limits
+from .. import interrupts, limits
 from .. import names as naming
 from ..crawl.frontier import Limits, State, children
 from ..crawl.links import linked_names
 from ..crawl.scope import Scope
 from ..errors import AuthError, PermissionDenied, UpstreamError
+from ..interrupts import Stopping
 from ..models import Document, content_sha256
 from ..policy import Action, Mode, plan
 from .context import Context
@@ -137,19 +138,25 @@ class Walk:
         if self._grouped:
             writer = threading.Thread(target=self._write_loop, name="crawl-writer", daemon=True)
             writer.start()
+        pool = ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="crawl")
         try:
-            with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="crawl") as pool:
-                try:
-                    self._walk(pool, progress)
-                except BaseException:
-                    self._stop.set()  # batches in flight commit; queued ones are not started
-                    raise
+            self._walk(pool, progress)
+        except BaseException:
+            # Ctrl-C (or a crash): no batch starts any more, and those still being fetched
+            # are not waited for (a fetch can sit a minute in the quota's queue); their names
+            # stay queued in the frontier, so the next run asks for them again.
+            self._stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        else:
+            pool.shutdown(wait=True)
         finally:
             if writer is not None:
-                # The pool has finished every batch it started (each handed to the writer),
-                # so the end marker comes after them: the writer commits them all, then ends.
+                # After a walk that ran out, every batch started was handed to the writer
+                # before the end marker: it commits them all, then ends. After Ctrl-C, it
+                # commits those already handed over (a write of moments) and drops the rest.
                 self._fetched.put(None)
-                writer.join()
+                interrupts.join(writer)  # Ctrl-C heard meanwhile
         if progress:
             progress(self.progress(0))
 
@@ -282,6 +289,8 @@ class Walk:
             try:
                 if not self._stop.is_set():  # else it stays queued for the next run
                     fetched = Fetched(*self._prepare(names, depth))
+            except Stopping:
+                pass  # Ctrl-C cut a wait short: not fetched, it stays queued
             except BaseException as exc:
                 fetched = Fetched(None, crashed=exc)
             finally:
@@ -291,6 +300,8 @@ class Walk:
         try:
             if not self._stop.is_set():
                 self._claim_and_commit(names, depth, settled)
+        except Stopping:
+            pass  # the claim's transaction rolled back: still queued
         except BaseException as exc:
             settled.crashed = exc  # the claim's transaction rolled back: still queued
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -92,7 +93,10 @@ def bulk_write(conn: Connection) -> Iterator[None]:
     try:
         yield
     finally:
-        raw.execute(f"PRAGMA cache_size={before}")
+        # After Ctrl-C SQLAlchemy has closed the connection (its state was unknown): there is
+        # nothing to restore, and the interrupt, not a closed-database error, is what happened.
+        with suppress(sqlite3.ProgrammingError):
+            raw.execute(f"PRAGMA cache_size={before}")
 
 
 def _on_sqlite_begin(conn: Any) -> None:
