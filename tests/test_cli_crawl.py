@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,9 @@ def test_crawl_prints_a_summary_and_json(cli_online) -> None:  # type: ignore[no
     assert text.exit_code == 0, text.stderr
     assert "fetched, 0 already had, 0 unchanged" in text.stderr and "known" in text.stderr
     again = cli_online(
-        "crawl", f"{HUB}/overview", "--prefix", "www.tensorflow.org/hub/", "--depth", "1", "--json"
-    )
+        "crawl", f"{HUB}/overview", "--prefix", "www.tensorflow.org/hub/", "--depth", "1",
+        "--json", "--links-only",
+    )  # fmt: skip
     assert again.exit_code == 0
     report = json.loads(again.stdout)
     assert report["fetched"] == 0 and report["alreadyHad"] >= 1
@@ -39,7 +41,7 @@ def test_crawl_prints_a_summary_and_json(cli_online) -> None:  # type: ignore[no
     assert list(report) == [
         "known", "fetched", "alreadyHad", "unchanged", "missing", "failed", "queued",
         "resumed", "requests", "retries", "quotaWaitSeconds", "error", "hint", "stopped",
-        "interrupted", "warnings",
+        "interrupted", "warnings", "foundBy", "sectionSearches", "searchResultsLeftOut", "pages",
     ]  # fmt: skip
     assert report["requests"] == 0
 
@@ -119,3 +121,16 @@ def test_lock_resolves_a_prefix_on_a_fresh_machine_by_crawling(  # type: ignore[
 def test_lock_offline_still_needs_the_documents_cached(cli_offline, fresh_project: Path) -> None:  # type: ignore[no-untyped-def]
     offline = cli_offline("lock")
     assert offline.exit_code != 0 and "no cached document starts with" in offline.stderr
+
+
+def test_search_results_outside_the_prefix_are_counted_as_left_out(cli_online) -> None:  # type: ignore[no-untyped-def]
+    args = ["crawl", "--search", "model", "--filter", 'data_source = "www.tensorflow.org"']
+    args += ["--prefix", "www.tensorflow.org/hub/", "--depth", "0"]
+    text = cli_online(*args)
+    assert text.exit_code == 0, text.stderr
+    left = re.search(r"search results left out: (\d+) \(outside --prefix\)", text.stderr)
+    assert left and int(left.group(1)) > 0, text.stderr
+    report = json.loads(cli_online(*args, "--json").stdout)
+    # Every name taken was found by the search, and lies inside the prefix.
+    assert report["foundBy"]["search"] == report["known"] > 0
+    assert all(p["foundBy"] == "search" and HUB in p["name"] for p in report["pages"])

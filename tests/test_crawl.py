@@ -87,7 +87,8 @@ def _asked(upstream: Emulator) -> list[str]:
 
 
 def _crawl(mirror: Mirror, *seeds: str, **spec: Any) -> CrawlReport:
-    options = spec.pop("options", CrawlOptions())
+    # Links only: these tests follow links; tests/test_readme_crawl.py covers section search.
+    options = spec.pop("options", CrawlOptions(links_only=True))
     return mirror.crawl(make_spec(seeds, **spec), options)
 
 
@@ -136,12 +137,12 @@ def test_missing_names_are_remembered_with_when_and_asked_again_only_on_request(
     spec: dict[str, Any] = {"prefixes": ["developer.chrome.com/docs/"], "max_depth": 1}
     _crawl(crawler, SEED, **spec)
     assert _asked(upstream) == []
-    _crawl(crawler, SEED, **spec, options=CrawlOptions(missing_max_age=3600))
+    _crawl(crawler, SEED, **spec, options=CrawlOptions(missing_max_age=3600, links_only=True))
     assert _asked(upstream) == []  # found missing moments ago: younger than an hour
-    _crawl(crawler, SEED, **spec, options=CrawlOptions(missing_max_age=0))
+    _crawl(crawler, SEED, **spec, options=CrawlOptions(missing_max_age=0, links_only=True))
     assert set(_asked(upstream)) == set(first.missing)
     upstream.reset()
-    again = _crawl(crawler, SEED, **spec, options=CrawlOptions(retry_missing=True))
+    again = _crawl(crawler, SEED, **spec, options=CrawlOptions(retry_missing=True, links_only=True))
     assert set(_asked(upstream)) == set(first.missing) and again.missing == first.missing
 
 
@@ -187,7 +188,7 @@ def test_429s_slow_the_crawl_but_it_completes(crawler: Mirror, upstream: Emulato
     upstream.inject(Fault("status", status=429, retry_after="1"), times=-1, rate=0.4)
     seen: list[CrawlProgress] = []
     spec = make_spec([SEED], prefixes=["developer.chrome.com/docs/"], max_depth=2)
-    report = crawler.crawl(spec, CrawlOptions(concurrency=3), seen.append)
+    report = crawler.crawl(spec, CrawlOptions(concurrency=3, links_only=True), seen.append)
     expected = _expected(SEED, CHROME + "docs/", 2)
     assert report.failed == [] and report.retries > 0
     assert report.fetched == len([n for n in expected if n in BY_NAME])

@@ -49,6 +49,11 @@ if TYPE_CHECKING:
     "--concurrency", type=click.IntRange(min=1, max=64), default=4, show_default=True,
     help="Batches of 20 in flight at once (the quota pacer sets the pace).",
 )  # fmt: skip
+@click.option(
+    "--links-only", is_flag=True,
+    help="When links run out, stop (default: search each section for the pages no link "
+    "leads to, then follow their links).",
+)  # fmt: skip
 @click.option("--retry-missing", is_flag=True, help="Ask again for names upstream lacked.")
 @click.option(
     "--missing-max-age", callback=duration,
@@ -70,6 +75,7 @@ def crawl(
     search_pages: int,
     filter_: str | None,
     concurrency: int,
+    links_only: bool,
     retry_missing: bool,
     missing_max_age: float | None,
     max_age: float | None,
@@ -79,7 +85,8 @@ def crawl(
     """Mirror a site: seeds, the pages they link to, and search results, breadth-first.
 
     Links are followed inside the --prefix scopes (without one: below each seed's own
-    name). The frontier is kept in the store: rerun the same command after an interruption
+    name). When links run out, each section is searched (its path's words, on its site) for
+    the pages no link leads to, unless --links-only or --search. The frontier is kept in the store: rerun the same command after an interruption
     (Ctrl-C, a crash, kill -9) and it continues; nothing already stored is fetched again.
     Names upstream does not have are remembered and not asked for again unless
     --retry-missing or --missing-max-age says so.
@@ -106,6 +113,7 @@ def crawl(
         mode=request_mode(mirror, max_age=max_age, refresh=refresh),
         retry_missing=retry_missing,
         missing_max_age=missing_max_age,
+        links_only=links_only,
     )
     display = CrawlDisplay()
     try:
@@ -143,6 +151,14 @@ def _summary(report: CrawlReport, as_json: bool) -> None:
         f"(of {report.known} known{', resumed' if report.resumed else ''})",
         err=True,
     )
+    ways = report.found_by
+    click.echo(
+        f"found: {ways['seed']} seed(s), {ways['link']} by link, {ways['search']} by search"
+        + "".join(f" (searched {render.clean(q)!r})" for q in report.section_searches),
+        err=True,
+    )
+    for why, count in report.left_out.items():
+        click.echo(f"search results left out: {count} ({why})", err=True)
     for name in report.missing[:20]:
         click.echo(f"missing: {render.clean(name)}", err=True)
     if len(report.missing) > 20:

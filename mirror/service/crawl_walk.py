@@ -135,6 +135,7 @@ class Walk:
     def run(self, progress: Callable[[CrawlProgress], None] | None) -> None:
         """Walk the frontier level by level until nothing is queued (or the walk stops)."""
         writer = None
+        self._written = False  # a walk may run again (after a section search)
         if self._grouped:
             writer = threading.Thread(target=self._write_loop, name="crawl-writer", daemon=True)
             writer.start()
