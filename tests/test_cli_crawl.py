@@ -30,6 +30,9 @@ def test_crawl_prints_a_summary_and_json(cli_online) -> None:  # type: ignore[no
     )
     assert text.exit_code == 0, text.stderr
     assert "fetched, 0 already had, 0 unchanged" in text.stderr and "known" in text.stderr
+    assert re.search(
+        r"upstream calls: \d+, \d+ of them on names upstream does not have", text.stderr
+    )
     again = cli_online(
         "crawl", f"{HUB}/overview", "--prefix", "www.tensorflow.org/hub/", "--depth", "1",
         "--json", "--links-only",
@@ -40,7 +43,8 @@ def test_crawl_prints_a_summary_and_json(cli_online) -> None:  # type: ignore[no
     assert report["alreadyHad"] + len(report["missing"]) == report["known"] > 1
     assert list(report) == [
         "known", "fetched", "alreadyHad", "unchanged", "missing", "failed", "queued",
-        "resumed", "requests", "retries", "quotaWaitSeconds", "error", "hint", "stopped",
+        "resumed", "requests", "retries", "quotaWaitSeconds", "notFoundCalls", "error", "hint",
+        "stopped",
         "interrupted", "warnings", "foundBy", "sectionSearches", "searchResultsLeftOut", "pages",
     ]  # fmt: skip
     assert report["requests"] == 0

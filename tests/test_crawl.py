@@ -287,3 +287,30 @@ def test_a_group_commit_leaves_what_batch_by_batch_commits_leave(another_db_url:
     assert rows["a"] == ("queued", "p0") and rows["c"] == ("queued", "p1") and "d" not in rows
     assert rows["p1"] == ("fetched", "seed") and rows["gone"] == ("missing", "seed")
     assert [name for (name,) in grouped[1]].count("documents/docs.example.dev/guide/gone") == 1
+
+
+def test_the_report_counts_the_calls_spent_on_names_upstream_lacks(
+    crawler: Mirror, upstream: Emulator
+) -> None:
+    report = _crawl(crawler, SEED, prefixes=["developer.chrome.com/docs/"], max_depth=2)
+    batches = [r for r in upstream.requests if "batchGet" in r.path]
+    answered_404 = sum(1 for r in batches if r.status == 404)
+    assert report.missing and answered_404 >= len(report.missing)  # narrowing costs calls
+    assert report.not_found_calls == answered_404 and report.requests == len(batches)
+    assert report.to_json()["notFoundCalls"] == answered_404
+
+
+def test_progress_puts_the_quota_time_of_what_is_queued_in_the_eta(
+    db_url: str, upstream: Emulator
+) -> None:
+    settings = Settings(db_url=db_url, upstream=upstream.base_url, api_key="test-key",
+                        get_per_minute=10)  # fmt: skip
+    seen: list[CrawlProgress] = []
+    with Mirror(settings, retry=no_wait_retry()) as mirror:
+        spec = make_spec([SEED], prefixes=["developer.chrome.com/docs/"], max_depth=2)
+        mirror.crawl(spec, CrawlOptions(links_only=True), seen.append)
+    interval = (60 + 0.5) / 10  # Rule.per_minute(10): burst 1, 6.05 s between calls
+    for p in seen:
+        queued = p.known - p.done
+        assert abs(p.paced_left - -(-queued // 20) * interval) < 1e-6
+    assert any(p.paced_left > 0 for p in seen) and seen[-1].paced_left == 0

@@ -159,6 +159,11 @@ def _summary(report: CrawlReport, as_json: bool) -> None:
     )
     for why, count in report.left_out.items():
         click.echo(f"search results left out: {count} ({why})", err=True)
+    click.echo(
+        f"upstream calls: {report.requests}, {report.not_found_calls} of them on names upstream "
+        f"does not have (broken links); {report.quota_wait:.1f}s waiting for quota",
+        err=True,
+    )
     for name in report.missing[:20]:
         click.echo(f"missing: {render.clean(name)}", err=True)
     if len(report.missing) > 20:

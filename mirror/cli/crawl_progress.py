@@ -45,7 +45,9 @@ class CrawlDisplay:
                 total=p.known, unit="doc", file=self.stream, dynamic_ncols=True, desc="crawling"
             )
         self._bar.total = p.known
-        self._bar.set_postfix_str(_extras(p), refresh=False)
+        left = eta_seconds(p, time.monotonic() - self.started)
+        eta = f"ETA {left:.0f}s (quota), " if left is not None and left == p.paced_left else ""
+        self._bar.set_postfix_str(eta + _extras(p), refresh=False)
         self._bar.update(p.done - self._done)
         self._done = p.done
 
@@ -53,8 +55,8 @@ class CrawlDisplay:
     def line(p: CrawlProgress, elapsed: float) -> str:
         """One plain progress line: done of known, rate, ETA, retries, quota wait."""
         rate = p.done / elapsed if elapsed > 0 else 0.0
-        left = p.known - p.done
-        eta = f"{left / rate:.0f}s" if rate > 0 else "?"
+        left = eta_seconds(p, elapsed)
+        eta = f"{left:.0f}s" if left is not None else "?"
         return f"crawl: {p.done}/{p.known} documents, {rate:.1f}/s, ETA {eta}, {_extras(p)}"
 
     def close(self) -> None:
@@ -62,6 +64,15 @@ class CrawlDisplay:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+def eta_seconds(p: CrawlProgress, elapsed: float) -> float | None:
+    """Seconds left: the rate so far, but never less than the quota needs for what is
+    queued (a crawl's first batches come in a burst, so the rate alone promises too much)."""
+    rate = p.done / elapsed if elapsed > 0 else 0.0
+    if rate <= 0:
+        return p.paced_left or None
+    return max((p.known - p.done) / rate, p.paced_left)
 
 
 def _extras(p: CrawlProgress) -> str:

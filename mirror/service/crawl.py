@@ -144,7 +144,8 @@ class CrawlReport:
     resumed: bool = False
     requests: int = 0  # upstream calls this run (retries included)
     retries: int = 0
-    quota_wait: float = 0.0
+    quota_wait: float = 0.0  # wall time with a call waiting for the quota
+    not_found_calls: int = 0  # calls answered 404: spent on names upstream does not have
     error: UpstreamError | None = None
     stopped: str | None = None
     interrupted: bool = False
@@ -177,6 +178,7 @@ class CrawlReport:
             "requests": self.requests,
             "retries": self.retries,
             "quotaWaitSeconds": round(self.quota_wait, 3),
+            "notFoundCalls": self.not_found_calls,
             "error": self.error.message if self.error else None,
             "hint": self.error.hint if self.error else None,
             "stopped": self.stopped,

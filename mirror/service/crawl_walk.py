@@ -20,6 +20,7 @@ so a kill loses at most one batch per worker.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -38,6 +39,7 @@ from ..errors import AuthError, PermissionDenied, UpstreamError
 from ..interrupts import Stopping
 from ..models import Document, content_sha256
 from ..policy import Action, Mode, plan
+from ..upstream.factory import quota_rule
 from .context import Context
 
 if TYPE_CHECKING:
@@ -69,8 +71,11 @@ class CrawlProgress:
     known: int
     fetched: int
     retries: int
-    quota_wait: float
+    quota_wait: float  # wall time with a call waiting for the quota (not summed over workers)
     in_flight: int
+    # Seconds the quota alone needs for the names still queued (one paced call per batch
+    # of 20): an ETA is never shorter than this, whatever the rate so far.
+    paced_left: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +130,8 @@ class Walk:
         self._grouped = not self.crawls.claims_rows
         self._written = False  # the writer has taken the end marker
         self._stats_start = upstream.stats
+        # Seconds between two paced Get calls at the full rate (the ETA's floor).
+        self._interval = quota_rule(ctx.settings, "get").interval
         self.counts = self.crawls.counts(crawl_id)
         self.error: UpstreamError | None = None
         self.stopped: str | None = None
@@ -254,13 +261,15 @@ class Walk:
         """The progress now."""
         stats = self.upstream.stats
         known = sum(self.counts.values())
+        queued = self.counts.get(State.QUEUED, 0)
         return CrawlProgress(
-            done=known - self.counts.get(State.QUEUED, 0),
+            done=known - queued,
             known=known,
             fetched=self.counts.get(State.FETCHED, 0),
             retries=stats.retries - self._stats_start.retries,
-            quota_wait=stats.quota_wait_seconds - self._stats_start.quota_wait_seconds,
+            quota_wait=stats.quota_wait_wall_seconds - self._stats_start.quota_wait_wall_seconds,
             in_flight=in_flight,
+            paced_left=math.ceil(queued / limits.MAX_NAMES) * self._interval,
         )
 
     def fill(self, report: CrawlReport) -> None:
@@ -276,7 +285,10 @@ class Walk:
         stats = self.upstream.stats
         report.requests = stats.calls - self._stats_start.calls
         report.retries = stats.retries - self._stats_start.retries
-        report.quota_wait = stats.quota_wait_seconds - self._stats_start.quota_wait_seconds
+        report.quota_wait = (
+            stats.quota_wait_wall_seconds - self._stats_start.quota_wait_wall_seconds
+        )
+        report.not_found_calls = stats.not_found - self._stats_start.not_found
         report.error = self.error if report.failed or self.stopped else None
         report.stopped = self.stopped
 
