@@ -41,7 +41,9 @@
                                    KeyboardInterrupt) carrying the report of what was saved
     RefreshInterrupted             service/refresh.py: the same for `refresh`
     CrawlInterrupted               service/crawl_reports.py: the same for `crawl`, after the
-                                   batches in flight were committed
+                                   batches already fetched were committed
+    Stopping                       interrupts.py: a wait (pacing, a retry's backoff) cut short
+                                   by Ctrl-C (a KeyboardInterrupt); a worker starts no more calls
 
 Messages say what happened, what was being done, and what to do next. None of them ever
 contains the API key: the key travels only in a request header, which no message quotes.

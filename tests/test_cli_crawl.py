@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,17 +30,22 @@ def test_crawl_prints_a_summary_and_json(cli_online) -> None:  # type: ignore[no
     )
     assert text.exit_code == 0, text.stderr
     assert "fetched, 0 already had, 0 unchanged" in text.stderr and "known" in text.stderr
-    again = cli_online(
-        "crawl", f"{HUB}/overview", "--prefix", "www.tensorflow.org/hub/", "--depth", "1", "--json"
+    assert re.search(
+        r"upstream calls: \d+, \d+ of them on names upstream does not have", text.stderr
     )
+    again = cli_online(
+        "crawl", f"{HUB}/overview", "--prefix", "www.tensorflow.org/hub/", "--depth", "1",
+        "--json", "--links-only",
+    )  # fmt: skip
     assert again.exit_code == 0
     report = json.loads(again.stdout)
     assert report["fetched"] == 0 and report["alreadyHad"] >= 1
     assert report["alreadyHad"] + len(report["missing"]) == report["known"] > 1
     assert list(report) == [
         "known", "fetched", "alreadyHad", "unchanged", "missing", "failed", "queued",
-        "thisRun", "skipped", "skippedFrom", "resumed", "requests", "retries", "quotaWaitSeconds", "error", "hint", "stopped",
-        "interrupted", "warnings",
+        "thisRun", "skipped", "skippedFrom", "resumed", "requests", "retries", "quotaWaitSeconds",
+        "notFoundCalls", "error", "hint", "stopped",
+        "interrupted", "warnings", "foundBy", "sectionSearches", "searchResultsLeftOut", "pages",
     ]  # fmt: skip
     assert report["requests"] == 0
 
@@ -57,7 +63,7 @@ def test_crawl_reads_seeds_from_stdin_and_names_files(cli_online, tmp_path: Path
 
 
 def test_a_failed_batch_exits_1_naming_it(cli_online, emulator: Emulator, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("mirror.upstream.retry.time.sleep", lambda _s: None)
+    monkeypatch.setattr("mirror.interrupts.sleep", lambda _s: None)
     emulator.inject(Fault("status", status=503), times=-1)
     failed = cli_online("crawl", f"{HUB}/caching", "--depth", "0")
     assert failed.exit_code == 1
@@ -119,3 +125,16 @@ def test_lock_resolves_a_prefix_on_a_fresh_machine_by_crawling(  # type: ignore[
 def test_lock_offline_still_needs_the_documents_cached(cli_offline, fresh_project: Path) -> None:  # type: ignore[no-untyped-def]
     offline = cli_offline("lock")
     assert offline.exit_code != 0 and "no cached document starts with" in offline.stderr
+
+
+def test_search_results_outside_the_prefix_are_counted_as_left_out(cli_online) -> None:  # type: ignore[no-untyped-def]
+    args = ["crawl", "--search", "model", "--filter", 'data_source = "www.tensorflow.org"']
+    args += ["--prefix", "www.tensorflow.org/hub/", "--depth", "0"]
+    text = cli_online(*args)
+    assert text.exit_code == 0, text.stderr
+    left = re.search(r"search results left out: (\d+) \(outside --prefix\)", text.stderr)
+    assert left and int(left.group(1)) > 0, text.stderr
+    report = json.loads(cli_online(*args, "--json").stdout)
+    # Every name taken was found by the search, and lies inside the prefix.
+    assert report["foundBy"]["search"] == report["known"] > 0
+    assert all(p["foundBy"] == "search" and HUB in p["name"] for p in report["pages"])

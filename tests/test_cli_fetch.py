@@ -70,7 +70,7 @@ def test_a_failed_batch_is_listed_and_exits_1_and_a_rerun_fetches_only_it(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     # Waits patched to zero: the CLI builds its own Mirror, so patch the sleep it looks up.
-    monkeypatch.setattr("mirror.upstream.retry.time.sleep", lambda _s: None)
+    monkeypatch.setattr("mirror.interrupts.sleep", lambda _s: None)
     bad = NAMES[40:60]
     upstream.inject(Fault("status", status=503), times=-1, name=bad[0])
     runner = CliRunner()

@@ -87,7 +87,8 @@ def _asked(upstream: Emulator) -> list[str]:
 
 
 def _crawl(mirror: Mirror, *seeds: str, **spec: Any) -> CrawlReport:
-    options = spec.pop("options", CrawlOptions())
+    # Links only: these tests follow links; tests/test_readme_crawl.py covers section search.
+    options = spec.pop("options", CrawlOptions(links_only=True))
     return mirror.crawl(make_spec(seeds, **spec), options)
 
 
@@ -136,12 +137,12 @@ def test_missing_names_are_remembered_with_when_and_asked_again_only_on_request(
     spec: dict[str, Any] = {"prefixes": ["developer.chrome.com/docs/"], "max_depth": 1}
     _crawl(crawler, SEED, **spec)
     assert _asked(upstream) == []
-    _crawl(crawler, SEED, **spec, options=CrawlOptions(missing_max_age=3600))
+    _crawl(crawler, SEED, **spec, options=CrawlOptions(missing_max_age=3600, links_only=True))
     assert _asked(upstream) == []  # found missing moments ago: younger than an hour
-    _crawl(crawler, SEED, **spec, options=CrawlOptions(missing_max_age=0))
+    _crawl(crawler, SEED, **spec, options=CrawlOptions(missing_max_age=0, links_only=True))
     assert set(_asked(upstream)) == set(first.missing)
     upstream.reset()
-    again = _crawl(crawler, SEED, **spec, options=CrawlOptions(retry_missing=True))
+    again = _crawl(crawler, SEED, **spec, options=CrawlOptions(retry_missing=True, links_only=True))
     assert set(_asked(upstream)) == set(first.missing) and again.missing == first.missing
 
 
@@ -187,7 +188,7 @@ def test_429s_slow_the_crawl_but_it_completes(crawler: Mirror, upstream: Emulato
     upstream.inject(Fault("status", status=429, retry_after="1"), times=-1, rate=0.4)
     seen: list[CrawlProgress] = []
     spec = make_spec([SEED], prefixes=["developer.chrome.com/docs/"], max_depth=2)
-    report = crawler.crawl(spec, CrawlOptions(concurrency=3), seen.append)
+    report = crawler.crawl(spec, CrawlOptions(concurrency=3, links_only=True), seen.append)
     expected = _expected(SEED, CHROME + "docs/", 2)
     assert report.failed == [] and report.retries > 0
     assert report.fetched == len([n for n in expected if n in BY_NAME])
@@ -286,3 +287,30 @@ def test_a_group_commit_leaves_what_batch_by_batch_commits_leave(another_db_url:
     assert rows["a"] == ("queued", "p0") and rows["c"] == ("queued", "p1") and "d" not in rows
     assert rows["p1"] == ("fetched", "seed") and rows["gone"] == ("missing", "seed")
     assert [name for (name,) in grouped[1]].count("documents/docs.example.dev/guide/gone") == 1
+
+
+def test_the_report_counts_the_calls_spent_on_names_upstream_lacks(
+    crawler: Mirror, upstream: Emulator
+) -> None:
+    report = _crawl(crawler, SEED, prefixes=["developer.chrome.com/docs/"], max_depth=2)
+    batches = [r for r in upstream.requests if "batchGet" in r.path]
+    answered_404 = sum(1 for r in batches if r.status == 404)
+    assert report.missing and answered_404 >= len(report.missing)  # narrowing costs calls
+    assert report.not_found_calls == answered_404 and report.requests == len(batches)
+    assert report.to_json()["notFoundCalls"] == answered_404
+
+
+def test_progress_puts_the_quota_time_of_what_is_queued_in_the_eta(
+    db_url: str, upstream: Emulator
+) -> None:
+    settings = Settings(db_url=db_url, upstream=upstream.base_url, api_key="test-key",
+                        get_per_minute=10)  # fmt: skip
+    seen: list[CrawlProgress] = []
+    with Mirror(settings, retry=no_wait_retry()) as mirror:
+        spec = make_spec([SEED], prefixes=["developer.chrome.com/docs/"], max_depth=2)
+        mirror.crawl(spec, CrawlOptions(links_only=True), seen.append)
+    interval = (60 + 0.5) / 10  # Rule.per_minute(10): burst 1, 6.05 s between calls
+    for p in seen:
+        queued = p.known - p.done
+        assert abs(p.paced_left - -(-queued // 20) * interval) < 1e-6
+    assert any(p.paced_left > 0 for p in seen) and seen[-1].paced_left == 0

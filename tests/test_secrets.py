@@ -22,7 +22,7 @@ def test_canary_key_never_leaks(emulator, tmp_path: Path, monkeypatch, caplog):
     monkeypatch.setenv("DK_MIRROR_UPSTREAM", emulator.base_url)
     monkeypatch.setenv("DEVELOPER_KNOWLEDGE_API_KEY", CANARY_KEY)
     # Waits would make this slow; the retry path itself must still run and log.
-    monkeypatch.setattr("mirror.upstream.retry.time.sleep", lambda _s: None)
+    monkeypatch.setattr("mirror.interrupts.sleep", lambda _s: None)
     caplog.set_level(logging.DEBUG)
     runner = CliRunner()
     outputs = []

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
-from .. import __version__, units
+from .. import __version__
 from ..config import ENV_API_KEY
 from ..errors import MirrorError, SchemaError, StoreError
 from ..policy import Mode
+from ..render import units
 from ..service import Mirror
 from . import render
 from .common import global_options, json_option, max_document_option, open_mirror

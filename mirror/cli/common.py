@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .. import config
+from .. import config, interrupts
 from ..config import DEFAULT_MAX_DOCUMENT_BYTES, ENV_MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES
 
 if TYPE_CHECKING:
@@ -149,7 +149,17 @@ def open_mirror(
         reader=only_reads or settings.offline,
         read_only_ok=read_only_ok,
     )
-    ctx.call_on_close(mirror.close)
+
+    def close() -> None:
+        # After Ctrl-C the process exits without the tidy close: that would first bring the
+        # search index up to date, which after an interrupted import means undoing in the
+        # index every page the import had reached (as long as the import took). Every write
+        # is one transaction and the index catches up from the store's change log when the
+        # store is next opened, as after a kill.
+        if not interrupts.stop_requested():
+            mirror.close()
+
+    ctx.call_on_close(close)
     return mirror
 
 

@@ -50,6 +50,11 @@ if TYPE_CHECKING:
     "--concurrency", type=click.IntRange(min=1, max=64), default=4, show_default=True,
     help="Batches of 20 in flight at once (the quota pacer sets the pace).",
 )  # fmt: skip
+@click.option(
+    "--links-only", is_flag=True,
+    help="When links run out, stop (default: search each section for the pages no link "
+    "leads to, then follow their links).",
+)  # fmt: skip
 @click.option("--retry-missing", is_flag=True, help="Ask again for names upstream lacked.")
 @click.option(
     "--missing-max-age", callback=duration,
@@ -75,6 +80,7 @@ def crawl(
     search_pages: int,
     filter_: str | None,
     concurrency: int,
+    links_only: bool,
     retry_missing: bool,
     missing_max_age: float | None,
     follow_broken_links: bool,
@@ -85,7 +91,8 @@ def crawl(
     """Mirror a site: seeds, the pages they link to, and search results, breadth-first.
 
     Links are followed inside the --prefix scopes (without one: below each seed's own
-    name). The frontier is kept in the store: rerun the same command after an interruption
+    name). When links run out, each section is searched (its path's words, on its site) for
+    the pages no link leads to, unless --links-only or --search. The frontier is kept in the store: rerun the same command after an interruption
     (Ctrl-C, a crash, kill -9) and it continues; nothing already stored is fetched again.
     Names upstream does not have are remembered and not asked for again unless
     --retry-missing or --missing-max-age says so. Once 40 links of one page in a row turn
@@ -116,6 +123,7 @@ def crawl(
         retry_missing=retry_missing,
         missing_max_age=missing_max_age,
         follow_broken_links=follow_broken_links,
+        links_only=links_only,
     )
     display = CrawlDisplay()
     try:
@@ -151,6 +159,19 @@ def _summary(report: CrawlReport, as_json: bool) -> None:
         f"{report.fetched} fetched, {report.had} already had, {report.unchanged} unchanged, "
         f"{len(report.missing)} missing, {len(report.failed)} failed "
         f"(of {report.known} known{', resumed' if report.resumed else ''})",
+        err=True,
+    )
+    ways = report.found_by
+    click.echo(
+        f"found: {ways['seed']} seed(s), {ways['link']} by link, {ways['search']} by search"
+        + "".join(f" (searched {render.clean(q)!r})" for q in report.section_searches),
+        err=True,
+    )
+    for why, count in report.left_out.items():
+        click.echo(f"search results left out: {count} ({why})", err=True)
+    click.echo(
+        f"upstream calls: {report.requests}, {report.not_found_calls} of them on names upstream "
+        f"does not have (broken links); {report.quota_wait:.1f}s waiting for quota",
         err=True,
     )
     mine = report.this_run

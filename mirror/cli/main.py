@@ -6,17 +6,21 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found upstream, 4 not
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
-from .. import units
+from .. import interrupts
 from ..errors import MirrorError, NotCached, NotFound
 from ..files import cannot_write
+from ..render import units
 
 if TYPE_CHECKING:
     from ..models import Summary
@@ -354,4 +358,44 @@ def _ls_rows(items: Iterable[Summary]) -> Iterator[tuple[str, str, str]]:
 
 def main() -> None:
     """Console entry point."""
-    cli(prog_name="dk-mirror")
+    _on_ctrl_c()
+    try:
+        cli(prog_name="dk-mirror")
+    except SystemExit as end:
+        if interrupts.stop_requested():
+            # Ctrl-C: what was finished is committed (each command saw to that before it
+            # exited). Worker threads still waiting for an answer upstream are abandoned, not
+            # waited for (the interpreter would join them): the next run asks again.
+            _leave(end.code if isinstance(end.code, int) else EXIT_INTERRUPTED)
+        raise
+
+
+def _on_ctrl_c() -> None:
+    """Ctrl-C says "stopping..." at once and stops every wait (interrupts.py); a second one
+    exits at once. Only where Ctrl-C would interrupt anyway: a run started in the background
+    inherits SIGINT ignored, and stays so."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if interrupts.stop_requested():
+            # The first one is still being wound up: the user wants out now. Every write is
+            # one transaction, so the store is as sound as after a kill; what was being
+            # written is not.
+            os.write(2, b"\ninterrupted again: exiting now\n")
+            os._exit(EXIT_INTERRUPTED)
+        interrupts.request_stop()
+        # os.write, not click.echo: a signal handler may run in the middle of a write to
+        # sys.stderr, and the buffered stream refuses a write from within itself.
+        os.write(2, b"\nstopping... (Ctrl-C again to quit at once)\n")
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def _leave(code: int) -> None:
+    """Exit now with `code`, output flushed, without waiting for threads still running."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

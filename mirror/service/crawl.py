@@ -9,16 +9,18 @@ scope, limits) in mirror/crawl/.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import limits
 from .. import names as naming
 from ..canonical import canonical_json
-from ..errors import InvalidInput
+from ..errors import InvalidInput, UpstreamError
 from ..policy import Mode
 from .context import Context
-from .crawl_reports import CrawlInterrupted, CrawlOptions, CrawlProgress, CrawlReport
+from .crawl_reports import CrawlInterrupted, CrawlOptions, CrawlProgress, CrawlReport, way_found
 from .crawl_walk import Walk
 from .documents import prefix_form
 
@@ -37,6 +39,14 @@ __all__ = [
 
 # Results per search page asked for discovery (the API's maximum).
 SEARCH_PAGE_SIZE = 100
+# When links run out, each section (a --prefix, else a seed's tree) is searched for the pages
+# no link leads to: this many result pages per section, for at most this many sections, so a
+# crawl spends at most a quarter of a minute's Search quota (100/min) on it.
+SECTION_SEARCH_PAGES = 5
+SECTION_SEARCHES = 5
+# Path words that say where docs live, not what they are about (nearly every path starts
+# docs/): left out of a section's query, where they would rank every page of the site alike.
+GENERIC_PATH_WORDS = frozenset({"docs", "doc", "documentation", "en"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,46 +145,100 @@ def crawl(
         retry_skipped=options.follow_broken_links,
     )
     scope = Scope.of(spec.prefixes, spec.seeds)
-    warnings: list[str] = []
-    if spec.searches and not start.searched:
-        found = discover(ctx, spec, scope, warnings)
+    report = CrawlReport(resumed=start.resumed)
+    searched = start.searched
+    if spec.searches and not searched:
+        found = discover(ctx, spec, scope, report)
         store.crawls.add_found(start.id, found, max_docs=spec.max_docs, now=ctx.clock())
+        searched = True
     walk = Walk(
         ctx, store, upstream, start.id, scope, Limits(spec.max_depth, spec.max_docs), options
     )
-    report = CrawlReport(resumed=start.resumed, warnings=warnings)
     try:
         walk.run(progress)
+        if not (searched or options.links_only or walk.stopped):
+            # Links ran out. A section's landing page often links to little or nothing:
+            # search the section for the pages no link leads to, then follow their links.
+            found = search_sections(ctx, spec, scope, report)
+            store.crawls.add_found(start.id, found, max_docs=spec.max_docs, now=ctx.clock())
+            walk.counts = store.crawls.counts(start.id)
+            walk.run(progress)
     except KeyboardInterrupt:
-        walk.fill(report)
+        _fill(walk, store, start.id, report)
         report.interrupted = True
         raise CrawlInterrupted(report) from None
     store.crawls.finish(start.id, now=ctx.clock())
-    walk.fill(report)
+    _fill(walk, store, start.id, report)
     return report
 
 
-def discover(
-    ctx: Context, spec: CrawlSpec, scope: Any, warnings: list[str]
-) -> list[tuple[str, str]]:
-    """(name, "search: QUERY") of the documents the crawl's searches find, inside the scope
-    when prefixes were given, in result order."""
-    from . import search
+def _fill(walk: Walk, store: Store, crawl_id: int, report: CrawlReport) -> None:
+    walk.fill(report)
+    report.pages = [(n, s, way_found(f)) for n, s, f in store.crawls.pages(crawl_id)]
 
+
+def discover(
+    ctx: Context, spec: CrawlSpec, scope: Any, report: CrawlReport
+) -> list[tuple[str, str]]:
+    """(name, "search: QUERY") of the documents the crawl's --search queries find, in result
+    order: all of them, or with --prefix those inside it (the others are counted as left
+    out in `report`)."""
     found: list[tuple[str, str]] = []
     for query in spec.searches:
-        token: str | None = None
-        for _ in range(spec.search_pages):
-            request = search.make_request(query, SEARCH_PAGE_SIZE, token, spec.filter)
-            result = search.search(ctx, request, Mode(), fetch=False)
-            warnings.extend(result.warnings)
-            for chunk in result.page.results:
-                if not spec.prefixes or scope.contains(chunk.parent):
-                    found.append((chunk.parent, f"search: {query}"))
-            token = result.page.next_page_token
-            if not token:
-                break
+        for parent in _results(ctx, query, spec.filter, spec.search_pages, report):
+            if not spec.prefixes or scope.contains(parent):
+                found.append((parent, f"search: {query}"))
+            else:
+                report.left_out["outside --prefix"] = report.left_out.get("outside --prefix", 0) + 1
     return found
+
+
+def search_sections(
+    ctx: Context, spec: CrawlSpec, scope: Any, report: CrawlReport
+) -> list[tuple[str, str]]:
+    """(name, "search: QUERY") of the pages a search of each section finds inside the scope:
+    the words of the section's path as the query, restricted to its site (the API has no
+    prefix filter, so results outside the section are dropped here)."""
+    found: list[tuple[str, str]] = []
+    sections = list(dict.fromkeys(p.rstrip("/") for p in spec.prefixes or spec.seeds))
+    for section in sections[:SECTION_SEARCHES]:
+        host, _, path = section.removeprefix(naming.PREFIX).partition("/")
+        words = [w for w in re.split(r"[/_.-]+", path) if w]
+        query = " ".join(w for w in words if w.lower() not in GENERIC_PATH_WORDS) or host
+        query = query[: limits.MAX_TEXT]
+        report.section_searches.append(query)
+        where = f'data_source = "{host}"'
+        try:
+            for parent in _results(ctx, query, where, SECTION_SEARCH_PAGES, report):
+                if scope.contains(parent):
+                    found.append((parent, f"search: {query}"))
+        except (UpstreamError, InvalidInput) as exc:
+            # Discovery is a bonus: what links found is mirrored whatever a search does.
+            report.warnings.append(f"could not search the section {section}: {exc.message}")
+    if len(sections) > SECTION_SEARCHES:
+        report.warnings.append(
+            f"searched the first {SECTION_SEARCHES} of {len(sections)} sections for pages "
+            "no link leads to; crawl the others on their own to search them too"
+        )
+    return found
+
+
+def _results(
+    ctx: Context, query: str, filter: str | None, pages: int, report: CrawlReport
+) -> Iterator[str]:
+    """The parent document of each result of `query`, page after page (at most `pages`)."""
+    from . import search
+
+    token: str | None = None
+    for _ in range(pages):
+        request = search.make_request(query, SEARCH_PAGE_SIZE, token, filter)
+        result = search.search(ctx, request, Mode(), fetch=False)
+        report.warnings.extend(result.warnings)
+        for chunk in result.page.results:
+            yield chunk.parent
+        token = result.page.next_page_token
+        if not token:
+            return
 
 
 def full_store(ctx: Context) -> Store:

@@ -28,6 +28,7 @@ class CrawlOptions:
     # queue again the ones an earlier run skipped): crawl/broken.py.
     follow_broken_links: bool = False
     missing_max_age: float | None = None  # ...or only for those found missing longer ago
+    links_only: bool = False  # when links run out, do not search the sections for the rest
 
 
 @dataclass(slots=True)
@@ -50,11 +51,25 @@ class CrawlReport:
     resumed: bool = False
     requests: int = 0  # upstream calls this run (retries included)
     retries: int = 0
-    quota_wait: float = 0.0
+    quota_wait: float = 0.0  # wall time with a call waiting for the quota
+    not_found_calls: int = 0  # calls answered 404: spent on names upstream does not have
     error: UpstreamError | None = None
     stopped: str | None = None
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    # How each name of the frontier was found: (name, state, "seed" | "link" | "search").
+    pages: list[tuple[str, str, str]] = field(default_factory=list)
+    # Search results not taken, and why (e.g. "outside --prefix"): counts this run.
+    left_out: dict[str, int] = field(default_factory=dict)
+    section_searches: list[str] = field(default_factory=list)  # queries run when links ran out
+
+    @property
+    def found_by(self) -> dict[str, int]:
+        """How many names each way found: seed, link, search."""
+        counts = dict.fromkeys(FOUND_BY, 0)
+        for _, _, way in self.pages:
+            counts[way] += 1
+        return counts
 
     def to_json(self) -> dict[str, Any]:
         """The report as `crawl --json` prints it (stable key order)."""
@@ -79,12 +94,29 @@ class CrawlReport:
             "requests": self.requests,
             "retries": self.retries,
             "quotaWaitSeconds": round(self.quota_wait, 3),
+            "notFoundCalls": self.not_found_calls,
             "error": self.error.message if self.error else None,
             "hint": self.error.hint if self.error else None,
             "stopped": self.stopped,
             "interrupted": self.interrupted,
             "warnings": list(self.warnings),
+            "foundBy": self.found_by,
+            "sectionSearches": list(self.section_searches),
+            "searchResultsLeftOut": dict(self.left_out),
+            "pages": [
+                {"name": name, "state": state, "foundBy": way} for name, state, way in self.pages
+            ],
         }
+
+
+FOUND_BY = ("seed", "link", "search")
+
+
+def way_found(found_from: str) -> str:
+    """How a frontier row was found, from what the frontier records (seed, search: Q, a page)."""
+    if found_from == "seed":
+        return "seed"
+    return "search" if found_from.startswith("search: ") else "link"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +127,11 @@ class CrawlProgress:
     known: int
     fetched: int
     retries: int
-    quota_wait: float
+    quota_wait: float  # wall time with a call waiting for the quota (not summed over workers)
     in_flight: int
+    # Seconds the quota alone needs for the names still queued (one paced call per batch
+    # of 20): an ETA is never shorter than this, whatever the rate so far.
+    paced_left: float = 0.0
 
 
 class CrawlInterrupted(KeyboardInterrupt):

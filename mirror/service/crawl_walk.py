@@ -20,6 +20,7 @@ so a kill loses at most one batch per worker.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -29,15 +30,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .. import limits
+from .. import interrupts, limits
 from .. import names as naming
 from ..crawl.broken import BrokenLinks
 from ..crawl.frontier import Limits, State, children
 from ..crawl.links import linked_names
 from ..crawl.scope import Scope
 from ..errors import AuthError, PermissionDenied, UpstreamError
+from ..interrupts import Stopping
 from ..models import Document, content_sha256
 from ..policy import Action, Mode, plan
+from ..upstream.factory import quota_rule
 from .context import Context
 from .crawl_reports import CrawlProgress
 
@@ -116,6 +119,8 @@ class Walk:
         self._grouped = not self.crawls.claims_rows
         self._written = False  # the writer has taken the end marker
         self._stats_start = upstream.stats
+        # Seconds between two paced Get calls at the full rate (the ETA's floor).
+        self._interval = quota_rule(ctx.settings, "get").interval
         self.counts = self.crawls.counts(crawl_id)
         self.error: UpstreamError | None = None
         self.stopped: str | None = None
@@ -133,22 +138,29 @@ class Walk:
     def run(self, progress: Callable[[CrawlProgress], None] | None) -> None:
         """Walk the frontier level by level until nothing is queued (or the walk stops)."""
         writer = None
+        self._written = False  # a walk may run again (after a section search)
         if self._grouped:
             writer = threading.Thread(target=self._write_loop, name="crawl-writer", daemon=True)
             writer.start()
+        pool = ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="crawl")
         try:
-            with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="crawl") as pool:
-                try:
-                    self._walk(pool, progress)
-                except BaseException:
-                    self._stop.set()  # batches in flight commit; queued ones are not started
-                    raise
+            self._walk(pool, progress)
+        except BaseException:
+            # Ctrl-C (or a crash): no batch starts any more, and those still being fetched
+            # are not waited for (a fetch can sit a minute in the quota's queue); their names
+            # stay queued in the frontier, so the next run asks for them again.
+            self._stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        else:
+            pool.shutdown(wait=True)
         finally:
             if writer is not None:
-                # The pool has finished every batch it started (each handed to the writer),
-                # so the end marker comes after them: the writer commits them all, then ends.
+                # After a walk that ran out, every batch started was handed to the writer
+                # before the end marker: it commits them all, then ends. After Ctrl-C, it
+                # commits those already handed over (a write of moments) and drops the rest.
                 self._fetched.put(None)
-                writer.join()
+                interrupts.join(writer)  # Ctrl-C heard meanwhile
         if progress:
             progress(self.progress(0))
 
@@ -277,13 +289,15 @@ class Walk:
         """The progress now."""
         stats = self.upstream.stats
         known = sum(self.counts.values())
+        queued = self.counts.get(State.QUEUED, 0)
         return CrawlProgress(
-            done=known - self.counts.get(State.QUEUED, 0),
+            done=known - queued,
             known=known,
             fetched=self.counts.get(State.FETCHED, 0),
             retries=stats.retries - self._stats_start.retries,
-            quota_wait=stats.quota_wait_seconds - self._stats_start.quota_wait_seconds,
+            quota_wait=stats.quota_wait_wall_seconds - self._stats_start.quota_wait_wall_seconds,
             in_flight=in_flight,
+            paced_left=math.ceil(queued / limits.MAX_NAMES) * self._interval,
         )
 
     def fill(self, report: CrawlReport) -> None:
@@ -302,7 +316,10 @@ class Walk:
         stats = self.upstream.stats
         report.requests = stats.calls - self._stats_start.calls
         report.retries = stats.retries - self._stats_start.retries
-        report.quota_wait = stats.quota_wait_seconds - self._stats_start.quota_wait_seconds
+        report.quota_wait = (
+            stats.quota_wait_wall_seconds - self._stats_start.quota_wait_wall_seconds
+        )
+        report.not_found_calls = stats.not_found - self._stats_start.not_found
         report.error = self.error if report.failed or self.stopped else None
         report.stopped = self.stopped
 
@@ -316,6 +333,8 @@ class Walk:
             try:
                 if not self._stop.is_set():  # else it stays queued for the next run
                     fetched = Fetched(*self._prepare(names, depth))
+            except Stopping:
+                pass  # Ctrl-C cut a wait short: not fetched, it stays queued
             except BaseException as exc:
                 fetched = Fetched(None, crashed=exc)
             finally:
@@ -325,6 +344,8 @@ class Walk:
         try:
             if not self._stop.is_set():
                 self._claim_and_commit(names, depth, settled)
+        except Stopping:
+            pass  # the claim's transaction rolled back: still queued
         except BaseException as exc:
             settled.crashed = exc  # the claim's transaction rolled back: still queued
         finally:

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Generic, TypeVar
 
+from .. import interrupts
 from ..upstream.parking import parking
 
 T = TypeVar("T")
@@ -82,7 +83,7 @@ class _Slots(Generic[T]):
         try:
             self.fill()
             while self.pending:
-                kind, item = self.events.get()
+                kind, item = interrupts.take(self.events)  # Ctrl-C heard meanwhile
                 if kind == "parked":
                     self.active -= 1
                 elif kind == "back":

@@ -10,7 +10,7 @@ import httpx
 
 from .. import limits
 from ..config import DEFAULT_SEARCH_PER_MINUTE, ENV_API_KEY
-from ..errors import AuthError, ProtocolError
+from ..errors import AuthError, NotFound, ProtocolError
 from ..models import Document
 from .pacing import Pacer, Pacing
 from .retry import GET_QUOTA, Quota, RetryPolicy, Transient, call_with_retry, is_quota
@@ -54,7 +54,7 @@ class HttpUpstream:
             or Pacer(DEFAULT_SEARCH_PER_MINUTE, clock=self._retry.clock, sleep=self._retry.sleep),
         }
         self._timeout = timeout
-        self._stats = CallStats()
+        self._stats = CallStats(self._retry.clock)
 
     @property
     def stats(self) -> UpstreamStats:
@@ -110,6 +110,9 @@ class HttpUpstream:
             stats.called(max(waited, 0.0))
             try:
                 return attempt(seconds_left)
+            except NotFound:
+                stats.not_found()  # a paced call spent on a name upstream lacks
+                raise
             except Transient as exc:
                 if is_quota(exc):
                     stats.throttled()

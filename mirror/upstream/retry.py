@@ -14,6 +14,7 @@ from typing import TypeVar
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
+from .. import interrupts
 from ..config import (
     DEFAULT_ANSWERS_PER_DAY,
     DEFAULT_GET_PER_MINUTE,
@@ -77,8 +78,10 @@ DNS_HINT = (
 
 
 def _sleep(seconds: float) -> None:
-    # Looked up at call time, so a test that patches time.sleep is obeyed here too.
-    time.sleep(seconds)
+    # Cut short by Ctrl-C (interrupts.py), so a worker waiting for its quota slot or its
+    # retry does not hold the command's exit. Looked up at call time, so a test that patches
+    # mirror.interrupts.sleep is obeyed here too.
+    interrupts.sleep(seconds)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.responses import HTMLResponse
 
-from ...units import size
+from ...render.units import size
 from .links import doc_path, is_web_url
 from .views import ago, browse_path, when
 

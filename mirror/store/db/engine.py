@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import stat
 import time
 from collections.abc import Iterator
@@ -96,7 +97,10 @@ def bulk_write(conn: Connection) -> Iterator[None]:
     try:
         yield
     finally:
-        raw.execute(f"PRAGMA cache_size={before}")
+        # After Ctrl-C SQLAlchemy has closed the connection (its state was unknown): there is
+        # nothing to restore, and the interrupt, not a closed-database error, is what happened.
+        with suppress(sqlite3.ProgrammingError):
+            raw.execute(f"PRAGMA cache_size={before}")
 
 
 def _on_sqlite_begin(conn: Any) -> None:

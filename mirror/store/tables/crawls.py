@@ -429,6 +429,17 @@ class Crawls:
         with self.engine.connect() as conn:
             return [str(n) for n in conn.execute(query).scalars()]
 
+    def pages(self, crawl_id: int) -> list[tuple[str, str, str]]:
+        """(name, state, found_from) of every name in the frontier, in frontier order."""
+        c = crawl_frontier.c
+        query = (
+            select(c.name, c.state, c.found_from)
+            .where(c.crawl_id == crawl_id)
+            .order_by(c.depth, c.seq)
+        )
+        with self.engine.connect() as conn:
+            return [(str(n), str(s), str(f)) for n, s, f in conn.execute(query)]
+
     def finish(self, crawl_id: int, *, now: float) -> bool:
         """Mark the pass finished if nothing is queued or failed; True if it was."""
         return turns.retrying()(self._finish, crawl_id, now)
