@@ -22,14 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from mirror.store.schema.tables.tables import documents
-
 from bench.common import add_corpus_option, english_corpus, median
 from mirror.config import Settings
 from mirror.records import read_documents
 from mirror.service import Mirror
 from mirror.store.db import compression
 from mirror.store.db.rows import document_row as _row
+from mirror.store.schema.tables import documents
 from mirror.store.store import Store
 from mirror.store.textindex.engine import entry
 from mirror.store.textindex.sqlite import index as text_index

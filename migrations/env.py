@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from alembic import context
-from mirror.store.schema.tables.tables import metadata
+
+from mirror.store.schema.tables import metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:

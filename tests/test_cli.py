@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from mirror.store.schema.tables.tables import SCHEMA_REVISION
+
+from mirror.store.schema.tables import SCHEMA_REVISION
 
 TF = "documents/www.tensorflow.org/hub/caching"
 TF2 = "documents/www.tensorflow.org/hub/installation"

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 import pytest
-from mirror.store.schema.tables.tables import documents
 
 from mirror.cli.main import LAZY, cli
 from mirror.config import Settings
@@ -23,6 +22,7 @@ from mirror.search import filters
 from mirror.service import Mirror
 from mirror.store.db import sql
 from mirror.store.reader import Reader
+from mirror.store.schema.tables import documents
 from mirror.store.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]

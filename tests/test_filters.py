@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mirror.store.schema.tables.tables import documents, metadata
 from sqlalchemy import Engine, create_engine, delete, event, insert, select
 from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.exc import CompileError
@@ -31,6 +30,7 @@ from mirror.search.filters import (
 )
 from mirror.store.db import compression
 from mirror.store.db.filter_sql import to_sql
+from mirror.store.schema.tables import documents, metadata
 from tests.search_backends import BACKENDS, module_store_url
 
 

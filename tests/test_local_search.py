@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mirror.store.schema.tables.tables import documents
 from sqlalchemy import delete, text
 
 from mirror.models import Document
 from mirror.search import filters
 from mirror.search.lexical import all_of, any_of, names_code, query_terms
+from mirror.store.schema.tables import documents
 from mirror.store.store import Store
 from mirror.store.textindex import engine as index
 from mirror.store.textindex.postgres import index as pg_index

@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mirror.store.schema.tables.tables import SCHEMA_REVISION, documents, metadata
 from sqlalchemy import Connection, MetaData, column, create_engine, inspect, table
 
 from mirror.store.db import engine as engines
 from mirror.store.db.migrate import known_revisions, upgrade
-from mirror.store.schema.tables import counts as schema_counts
-from mirror.store.schema.tables import index as schema_index
+from mirror.store.schema import counts as schema_counts
+from mirror.store.schema import index as schema_index
+from mirror.store.schema.tables import SCHEMA_REVISION, documents, metadata
 from mirror.store.store import Store
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from mirror.store.schema.tables.tables import SCHEMA_REVISION, metadata
 from sqlalchemy import text
 
 from mirror.store.db import engine as engines
 from mirror.store.db.migrate import upgrade
+from mirror.store.schema.tables import SCHEMA_REVISION, metadata
 from mirror.store.store import Store
 from tests.test_migrations import _shape, insert_two_documents
 

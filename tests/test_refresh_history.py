@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from mirror.store.schema.tables.tables import SCHEMA_REVISION
 from sqlalchemy import create_engine, text
 
 from mirror.cli.main import cli
@@ -22,6 +21,7 @@ from mirror.service.history import resolve
 from mirror.service.refresh import RefreshInterrupted
 from mirror.store.db import engine as engines
 from mirror.store.db.migrate import upgrade
+from mirror.store.schema.tables import SCHEMA_REVISION
 from mirror.store.store import Store
 
 from .conftest import no_wait_retry

@@ -10,7 +10,6 @@ import zlib
 from pathlib import Path
 
 import pytest
-from mirror.store.schema.tables.tables import documents
 
 from mirror.config import Settings
 from mirror.models import Document, content_sha256
@@ -20,6 +19,7 @@ from mirror.store.db import engine as engines
 from mirror.store.db.migrate import upgrade
 from mirror.store.db.rows import document_row
 from mirror.store.reader import Reader
+from mirror.store.schema.tables import documents
 from mirror.store.store import Store
 from tests.emulator_fixtures import corpus_documents
 from tests.test_migrations import insert_old_documents

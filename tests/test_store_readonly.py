@@ -12,7 +12,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from mirror.store.schema.tables.tables import SCHEMA_REVISION
 
 from mirror.config import Settings
 from mirror.errors import SchemaError, StoreError
@@ -21,6 +20,7 @@ from mirror.service import Mirror
 from mirror.store.db import compression
 from mirror.store.db import engine as engines
 from mirror.store.db.migrate import upgrade
+from mirror.store.schema.tables import SCHEMA_REVISION
 from mirror.store.store import Store
 
 from . import sandbox

@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from mirror.store.schema.tables.tables import SCHEMA_REVISION
+from mirror.store.schema.tables import SCHEMA_REVISION
 
 ROOT = Path(__file__).resolve().parents[1]
 
