@@ -26,7 +26,7 @@ from bench.common import ROOT
 from mirror.config import ENV_GET_RATE, ENV_QUOTA_WINDOW
 from mirror.store.store import Store
 from tests.emulator import Emulator, Recorded
-from tests.emulator_fixtures import synthetic_documents
+from tests.synthetic import synthetic_documents
 
 
 def most_in_any_window(times: list[float], window: float) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.common import english_corpus, median, ms, timed
+from bench.common import add_corpus_option, english_corpus, median, ms, timed
 from mirror.records import read_documents
 from mirror.serve.web import links, markdown_html, sanitize
 
@@ -20,8 +20,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
+    add_corpus_option(parser)
     args = parser.parse_args()
-    docs = [d for _, d in zip(range(args.docs), read_documents(english_corpus()), strict=False)]
+    corpus = english_corpus(args.corpus)
+    docs = [d for _, d in zip(range(args.docs), read_documents(corpus), strict=False)]
     pages = [(doc.uri or "https://developer.chrome.com/", doc.content or "") for doc in docs]
     rendered: list[tuple[str, str]] = []
 

@@ -76,12 +76,12 @@ def main() -> None:
     real = corpus(args.corpus)
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'corpus.sqlite3'}"
-        build(url, real, indexed=False)
+        build(url, real)
         measure("shared corpus", url, Path(tmp) / "corpus.snap", args.runs)
         if args.docs:
             synthetic = Synthetic(real)
             url = f"sqlite:///{Path(tmp) / 'synthetic.sqlite3'}"
-            build(url, (synthetic.document(i) for i in range(args.docs)), indexed=False)
+            build(url, (synthetic.document(i) for i in range(args.docs)))
             measure(f"synthetic {args.docs:,}", url, Path(tmp) / "synthetic.snap", args.runs)
 
 
