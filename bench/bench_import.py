@@ -11,7 +11,8 @@ Two baselines run in the same process on the same migrated schema:
   writes alone;
 - "documents only": parse the file and executemany the documents table, no index (what the
   import cost before the search index existed).
-Target (issue 2): at least 0.7x the raw rate.
+Target (issue 2, unchanged since): at least 0.7x the "same rows" rate, the raw writes plus the
+index. The "documents only" rate is printed for the record (no target).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 from bench import raw
-from bench.common import add_corpus_option, english_corpus, median
+from bench.common import add_corpus_option, english_corpus, median, target
 from mirror.config import Settings
 from mirror.records import read_documents
 from mirror.service import Mirror
@@ -71,10 +72,10 @@ def main() -> None:
     docs_only = count / median(docs_t)
     print(f"dk-mirror import (parse, hash, index)         {ours:8,.0f} docs/s")
     print(
-        f"raw executemany + tantivy, same rows         {same:8,.0f} docs/s   ratio {ours / same:.2f}x (target >= 0.7x)"
+        f"raw executemany + tantivy, same rows         {same:8,.0f} docs/s   ratio {ours / same:.2f}x {target(ours / same, 0.7, at_least=True, source='issue 2')}"
     )
     print(
-        f"raw parse + executemany, documents only       {docs_only:8,.0f} docs/s   ratio {ours / docs_only:.2f}x"
+        f"raw parse + executemany, documents only       {docs_only:8,.0f} docs/s   ratio {ours / docs_only:.2f}x (no target)"
     )
     print(f"{count} documents, median of {args.repeat} runs")
 

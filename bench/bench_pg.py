@@ -177,6 +177,7 @@ def main() -> None:
                 f"errors {errors}  x{rps / one:.2f} of 1 server, x{rps / base:.2f} of sqlite"
             )
     print(f"load average {os.getloadavg()[0]:.1f}")
+    print("baseline: SQLite on the same documents, same run; no target (a comparison)")
 
 
 if __name__ == "__main__":

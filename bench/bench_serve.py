@@ -333,6 +333,7 @@ def paths_part(mirror: Mirror, db: Path, names: list[str], rounds: int) -> None:
     report("REST batchGet (httpx keep-alive)", rest_t, base)
     report("MCP tools/call (raw JSON-RPC)", raw_t, base)
     report("MCP tools/call (mcp SDK Client)", sdk_t, base)
+    print("baseline: Mirror.get_documents in this process; no target (the load part holds them)")
 
 
 if __name__ == "__main__":
