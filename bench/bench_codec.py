@@ -8,7 +8,8 @@ is this process' CPU time (all its threads), not wall time: on a shared machine 
 less with the load, and the codecs differ in CPU alone. Per codec:
 - size: the stored bytes / the Markdown bytes, over every page and over the half of the pages
   a dictionary was not trained on (a dictionary is trained on the other half: a fair figure
-  for pages written after it was made);
+  for pages written after it was made); and the store file it would make (the imported
+  store's file with its zlib 1 content swapped for the codec's; the search index apart);
 - import: compressing every page, in MB/s (best of --repeat passes; decompressing likewise), and the import it would make: `Mirror.import_file`
   of the same pages is measured in this run (it compresses each page once with zlib 1), and
   each codec's import is that time with zlib 1's compressing swapped for its own (estimated:
@@ -120,15 +121,19 @@ def best_of(runs: int, func: Callable[[], object]) -> float:
     return min(times)
 
 
-def import_seconds(paths: list[Path], folder: Path) -> float:
-    """`Mirror.import_file` of every file into a fresh store (the store's codec: zlib 1)."""
-    with Mirror(Settings(db_url=f"sqlite:///{folder / 'import.sqlite3'}", offline=True)) as m:
+def import_seconds(paths: list[Path], folder: Path) -> tuple[float, int]:
+    """`Mirror.import_file` of every file into a fresh store (the store's codec: zlib 1): its
+    CPU seconds, and the store file's bytes once closed (its search index folder apart)."""
+    db = folder / "import.sqlite3"
+    with Mirror(Settings(db_url=f"sqlite:///{db}", offline=True)) as m:
         m.stats()  # open and migrate before the clock starts
         start = time.process_time()
         for path in paths:
             m.import_file(path)
         seconds = time.process_time() - start
-        return seconds
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return seconds, db.stat().st_size
 
 
 def get_seconds(db: Path, draws: list[list[str]]) -> float:
@@ -201,7 +206,7 @@ def main() -> None:
             paths = [folder / "pages.jsonl"]
             lines = (json.dumps(d.to_api()) + "\n" for d in docs)
             paths[0].write_text("".join(lines), encoding="utf-8")
-        imported = import_seconds(paths, folder)
+        imported, store_bytes = import_seconds(paths, folder)
         mirror_get = get_seconds(folder / "import.sqlite3", draws)
         rows = []
         for codec in found:
@@ -227,37 +232,48 @@ def main() -> None:
             conn.close()
             shell = shell_reads(db, texts[:: max(1, len(texts) // 20)][:20])
             rows.append((codec.name, size, held, pack_s, unpack_s, get_s, shell))
-    _print(rows, len(texts), markdown, sum(len(t) for _, t in held_out), imported, mirror_get)
+    _print(
+        rows,
+        len(texts),
+        (markdown, sum(len(t) for _, t in held_out)),
+        imported,
+        mirror_get,
+        store_bytes,
+    )
 
 
 def _print(
     rows: list[tuple[str, int, int, float, float, float, str]],
     pages: int,
-    markdown: int,
-    held_markdown: int,
+    markdowns: tuple[int, int],
     imported: float,
     mirror_get: float,
+    store_bytes: int,
 ) -> None:
+    markdown, held_markdown = markdowns
     mb = markdown / 1e6
     base = rows[0]  # zlib 1: the store's codec
     print(
         f"{pages:,} pages, {mb:.1f} MB of Markdown; import (zlib 1) {imported:.2f} s CPU; "
-        f"Mirror.get_documents of 20 p50 {mirror_get * 1000:.2f} ms CPU"
+        f"Mirror.get_documents of 20 p50 {mirror_get * 1000:.2f} ms CPU; store file (zlib 1) "
+        f"{store_bytes / markdown:.2f}x the Markdown bytes, its search index apart"
     )
     head = (
-        f"{'codec':16} {'size':>6} {'held-out':>8} {'pack MB/s':>9} {'import s':>9} "
+        f"{'codec':16} {'size':>6} {'held-out':>8} {'store':>6} {'pack MB/s':>9} {'import s':>9} "
         f"{'(ratio)':>7} {'unpack MB/s':>11} {'get20 ms':>9} {'(ratio)':>7}  sqlite3 shell"
     )
     print(head)
     for name, size, held, pack_s, unpack_s, get_s, shell in rows:
         import_s = imported - base[3] + pack_s
         print(
-            f"{name:16} {size / markdown:6.3f} {held / held_markdown:8.3f} {mb / pack_s:9.0f} "
+            f"{name:16} {size / markdown:6.3f} {held / held_markdown:8.3f} "
+            f"{(store_bytes - base[1] + size) / markdown:6.3f} {mb / pack_s:9.0f} "
             f"{import_s:9.2f} {import_s / imported:6.2f}x {mb / unpack_s:11.0f} "
             f"{get_s * 1000:9.3f} {get_s / base[5]:6.2f}x  {shell}"
         )
     print(
-        f"baseline: zlib 1 (the store's codec); CPU times; size = stored / Markdown bytes; import = the "
+        f"baseline: zlib 1 (the store's codec); CPU times; size = stored / Markdown bytes; store ="
+        f" the store file with its zlib 1 content swapped for the codec's, / Markdown; import = the "
         f"measured import with its zlib 1 compressing ({base[3]:.2f} s) swapped for the codec's; "
         f"get20 = raw query + decompress, next to Mirror.get_documents {mirror_get * 1000:.2f} ms; "
         "no target"
