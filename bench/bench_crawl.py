@@ -46,7 +46,7 @@ from typing import Any
 from bench.common import ROOT, add_corpus_option, english_corpus
 from mirror.service.crawl_walk import GROUP_DOCUMENTS
 from tests.emulator import Emulator, Fault
-from tests.emulator_fixtures import synthetic_documents
+from tests.synthetic import synthetic_documents
 
 CHROME = "documents/developer.chrome.com/"
 
@@ -295,8 +295,9 @@ def main() -> None:
         "--synthetic", type=int, default=0, metavar="N",
         help="also crawl N synthetic pages from one seed, and 2,000 to compare peak RSS",
     )  # fmt: skip
+    parser.add_argument("--pages", type=int, default=0, help="the corpus' first N pages (0: all)")
     args = parser.parse_args()
-    docs = with_stubs(load(english_corpus(args.corpus)))
+    docs = with_stubs(load(english_corpus(args.corpus))[: args.pages or None])
     corpus_names = [d["name"] for d in docs if not re.fullmatch(r"# [^\n]*\n", d["content"])]
     print(
         f"crawl of {len(corpus_names)} corpus pages (+{len(docs) - len(corpus_names)} linked "

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import english_corpus, median
+from bench.common import add_corpus_option, english_corpus, median
 from mirror.config import Settings
 from mirror.service import Mirror
 from mirror.store.store import Store
@@ -103,8 +103,10 @@ def main() -> None:
     parser.add_argument("--backoff-scale", type=float, default=1.0, help="1: the real waits")
     parser.add_argument("--transport", choices=["rest", "mcp"], default="rest")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--docs", type=int, default=0, help="the corpus' first N pages (0: all)")
+    add_corpus_option(parser)
     args = parser.parse_args()
-    docs = load(english_corpus())
+    docs = load(english_corpus(args.corpus))[: args.docs or None]
     clean: list[float] = []
     faulty: list[float] = []
     with Emulator(docs, seed=9) as emu:

@@ -153,6 +153,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300, help="get20/search calls measured")
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per serve level")
     parser.add_argument("--pg-url", help="an empty PostgreSQL database to use")
+    parser.add_argument(
+        "--servers", type=int, nargs="+", default=[1, 2, 3], help="serve processes per level"
+    )
     add_corpus_option(parser)
     args = parser.parse_args()
     docs = read_documents(english_corpus(args.corpus))[: args.docs]
@@ -166,17 +169,20 @@ def main() -> None:
         for key in results["sqlite"]:
             print(f"{key:<16}{results['sqlite'][key]:>12}{results['postgresql'][key]:>14}")
         base, errors = serve_rps(sqlite, names, 1, args.seconds)
-        print(f"\nserve, {CLIENTS} clients, REST batchGet of 20 (requests/s; ratio to 1 server)")
+        print(
+            f"\nserve, {CLIENTS} clients, REST batchGet of 20 (requests/s; ratio to the first level)"
+        )
         print(f"sqlite      1 server : {base:8.0f}  errors {errors}")
         one = 0.0
-        for servers in (1, 2, 3):
+        for servers in args.servers:
             rps, errors = serve_rps(pg, names, servers, args.seconds)
             one = one or rps
             print(
                 f"postgresql  {servers} server{'s' if servers > 1 else ' '}: {rps:8.0f}  "
-                f"errors {errors}  x{rps / one:.2f} of 1 server, x{rps / base:.2f} of sqlite"
+                f"errors {errors}  x{rps / one:.2f} of {args.servers[0]}, x{rps / base:.2f} of sqlite"
             )
     print(f"load average {os.getloadavg()[0]:.1f}")
+    print("baseline: SQLite on the same documents, same run; no target (a comparison)")
 
 
 if __name__ == "__main__":

@@ -39,10 +39,10 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
-from bench.common import ROOT, PrivatePeak, add_corpus_option, pct
+from bench.common import ROOT, PrivatePeak, add_corpus_option, inflated, pct
 from mirror.store.db import compression
 
 # Documents per generated import file: the issue measures import per 100k file.
@@ -262,16 +262,11 @@ def get20_ratios(db: Path, rounds: int = 500) -> tuple[float, float]:
             mirror.get_documents(draw)
         ours = pct(_times(lambda d: mirror.get_documents(d), draws), 50)
         base = pct(_times(lambda d: raw.execute(query, d).fetchall(), draws), 50)
-        text = pct(_times(lambda d: _inflated(raw.execute(query, d)), draws), 50)
+        text = pct(_times(lambda d: inflated(raw.execute(query, d)), draws), 50)
     finally:
         mirror.close()
         raw.close()
     return ours / base, ours / text
-
-
-def _inflated(rows: Iterable[tuple[object, ...]]) -> list[list[object]]:
-    # Every compressed value of the rows turned back into its text.
-    return [[zlib.decompress(v).decode() if isinstance(v, bytes) else v for v in r] for r in rows]
 
 
 def _times(func: Callable[[list[str]], object], draws: list[list[str]]) -> list[float]:

@@ -68,6 +68,11 @@ def main() -> None:
             for r in results.values()
         )
         print(f"{kind:22}{cells}")
+    one, split = results["one shard"]["all"]["hit@1"], results["split"]["all"]["hit@1"]
+    print(
+        f"target: the split index ranks as well as one shard (the baseline): hit@1 "
+        f"{split:.3f} vs {one:.3f}: {'met' if split >= one else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

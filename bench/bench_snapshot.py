@@ -3,7 +3,9 @@
 Usage: python -m bench.bench_snapshot [--docs 50000]
 The baseline for export is sha256 + gzip level 9 (the level snapshots use) of the snapshot's
 uncompressed bytes; for verify it is gunzip + sha256 of the same file.
-Target (issue 4): at least 0.5x of that bound.
+Targets: export at least 0.8x of its bound (issue 15 raised issue 4's 0.5x to the 0.8x then
+measured; bench_scale holds the same figure at 10k to 1M documents), verify at least 0.5x
+(issue 4).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.bench_search import Synthetic, build, corpus
-from bench.common import add_corpus_option
+from bench.common import add_corpus_option, target
 from mirror.config import Settings
 from mirror.service import Mirror
 from mirror.snapshots.format import COMPRESSLEVEL
@@ -58,11 +60,13 @@ def measure(label: str, url: str, out: Path, runs: int) -> None:
     )
     print(
         f"  export  {mb / export_s:7.1f} MB/s   sha256+gzip-{COMPRESSLEVEL} {mb / base_export_s:7.1f} MB/s"
-        f"   ratio {base_export_s / export_s:.2f}x (target >= 0.5x)"
+        f"   ratio {base_export_s / export_s:.2f}x "
+        f"{target(base_export_s / export_s, 0.8, at_least=True, source='issue 15')}"
     )
     print(
         f"  verify  {mb / verify_s:7.1f} MB/s   gunzip+sha256   {mb / base_verify_s:7.1f} MB/s"
-        f"   ratio {base_verify_s / verify_s:.2f}x (target >= 0.5x)"
+        f"   ratio {base_verify_s / verify_s:.2f}x "
+        f"{target(base_verify_s / verify_s, 0.5, at_least=True, source='issue 4')}"
     )
 
 
@@ -76,12 +80,12 @@ def main() -> None:
     real = corpus(args.corpus)
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'corpus.sqlite3'}"
-        build(url, real, indexed=False)
+        build(url, real)
         measure("shared corpus", url, Path(tmp) / "corpus.snap", args.runs)
         if args.docs:
             synthetic = Synthetic(real)
             url = f"sqlite:///{Path(tmp) / 'synthetic.sqlite3'}"
-            build(url, (synthetic.document(i) for i in range(args.docs)), indexed=False)
+            build(url, (synthetic.document(i) for i in range(args.docs)))
             measure(f"synthetic {args.docs:,}", url, Path(tmp) / "synthetic.snap", args.runs)
 
 

@@ -6,7 +6,8 @@ import argparse
 import os
 import statistics
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,3 +113,18 @@ class PrivatePeak:
         self._done.set()
         self._thread.join()
         return self.peak
+
+
+def target(ratio: float, bound: float, *, at_least: bool, source: str) -> str:
+    """A ratio's target as printed next to it, with whether this run meets it:
+    "(target <= 2x, issue 2: met)"."""
+    met = ratio >= bound if at_least else ratio <= bound
+    return (
+        f"(target {'>=' if at_least else '<='} {bound:g}x, {source}: {'met' if met else 'MISSED'})"
+    )
+
+
+def inflated(rows: Iterable[Sequence[object]]) -> list[list[object]]:
+    """Rows with every compressed value (the stored Markdown: zlib on SQLite) turned back into
+    its text: the least any reader of a page's text does after reading its row."""
+    return [[zlib.decompress(v).decode() if isinstance(v, bytes) else v for v in r] for r in rows]

@@ -18,8 +18,12 @@ import pytest
 
 if __package__:
     from .emulator import Emulator
+    from .synthetic import synthetic_documents
 else:  # loaded as a top-level module (pytest's rootdir-relative import of tests/)
     from emulator import Emulator
+    from synthetic import synthetic_documents
+
+__all__ = ["CORPUS_DIR", "Emulator", "corpus_documents", "synthetic_documents"]
 
 CORPUS_DIR = Path(__file__).resolve().parent / "data" / "corpus"
 
@@ -37,24 +41,6 @@ def corpus_documents(source: str | None = None) -> list[dict[str, Any]]:
     if not paths or not all(p.is_file() for p in paths):
         raise FileNotFoundError(f"no corpus file {source or '*'}.jsonl.gz in {CORPUS_DIR}")
     return [dict(record) for path in paths for record in _load(path)]
-
-
-def synthetic_documents(count: int, host: str = "docs.example.dev") -> list[dict[str, Any]]:
-    """`count` made-up Documents of varied size and script (ASCII, accents, CJK, emoji), the
-    same every call: for runs that need many documents and no corpus."""
-    words = ["mirror", "caché", "批处理", "naïve", "🙂", "quota", "Ünïcode", "retry", "—", "\\n"]
-    docs = []
-    for i in range(count):
-        body = " ".join(words[(i * 7 + j) % len(words)] for j in range(20 + (i * 37) % 400))
-        docs.append(
-            {
-                "name": f"documents/{host}/guide/page-{i:05d}",
-                "title": f"Page {i} — {words[i % len(words)]}",
-                "description": f"Synthetic page {i}",
-                "content": f"# Page {i}\n\n{body}\n",
-            }
-        )
-    return docs
 
 
 @pytest.fixture
