@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import re
 
-from .lexical import stem_key
+from .lexical import STOPWORDS, stem_key
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Between a heading and the text after it, so a snippet does not run them together.
@@ -27,10 +28,12 @@ _NOISE = (
 
 
 def plain_text(markdown: str) -> str:
-    """Markdown reduced to readable prose for snippets (links keep their text)."""
+    """Markdown reduced to readable prose (links keep their text; HTML tags such as
+    `<br/><div style="...">` and template tags go, entities are decoded): the one cleaning of
+    page text for snippets, extractive answers and the browser's pages."""
     for pattern, replacement in _NOISE:
         markdown = pattern.sub(replacement, markdown)
-    flat = " ".join(markdown.split())
+    flat = " ".join(html.unescape(markdown).split())
     return flat.removesuffix(HEADING_SEPARATOR.rstrip()).rstrip()
 
 
@@ -40,9 +43,13 @@ def query_words(query: str) -> set[str]:
 
 
 def _matcher(query: str) -> set[str]:
-    """The stem keys of the query's words: a word of the text is marked when its key is one
-    (search is stemmed: "otter" finds and marks "otters")."""
-    return {stem_key(w) for w in query_words(query)}
+    """The stem keys of the query's words but stop words ("to", "from", "how": search ignores
+    them, a snippet full of marked "to"s shows nothing), unless the query is nothing else: a
+    word of the text is marked when its key is one (search is stemmed: "otter" finds and
+    marks "otters")."""
+    found = query_words(query)
+    content = {w for w in found if w not in STOPWORDS} or found
+    return {stem_key(w) for w in content}
 
 
 def best_window(text: str, query: str, width: int = 240) -> list[tuple[str, bool]]:
