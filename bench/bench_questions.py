@@ -130,7 +130,10 @@ def bm25s_ranker(docs: Sequence[Document]) -> Ranker | None:
     names = [doc.name for doc in docs]
     texts = [f"{doc.title}\n{doc.description or ''}\n{doc.content or ''}" for doc in docs]
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False))
+    retriever.index(
+        bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+        show_progress=False,
+    )
 
     def rank(query: str) -> list[str]:
         tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)
