@@ -28,3 +28,25 @@ def test_a_document_is_quoted_from_its_best_passage():
     answer = build("service worker events", passages)
     assert len(answer.references) == 1
     assert "wake the extension" in answer.answer_text
+
+
+def test_a_quotation_carries_no_html_or_markdown_residue():
+    """A TensorFlow page's `<br/><div style=...>` once reached the answer text verbatim."""
+    text = (
+        'Wrap the training step in tf.function to trace it once.<br/><div style="font-style: '
+        'italic; margin-left: 1em">Tracing **runs** the [Python code](/guide/python) once.</div>'
+    )
+    answer = build("trace the training step with tf.function", [Passage(A, text, None)])
+    quoted = answer.answer_text.split("\n", 1)[1]
+    assert "tf.function" in quoted
+    assert not any(residue in quoted for residue in ("<", ">", "style=", "**", "](", "&nbsp;"))
+
+
+def test_stop_words_shared_with_the_question_do_not_make_a_quotation():
+    passages = [
+        Passage(A, "How to get from here to there is up to the reader of this page.", None),
+        Passage(B, "Cache responses with a network-first strategy for fresh pages.", None),
+    ]
+    answer = build("how to cache pages from the network", passages)
+    assert [r.parent for r in answer.references] == [B]
+    assert "reader" not in answer.answer_text

@@ -446,3 +446,32 @@ def test_the_original_page_ranks_above_its_translation(tmp_path: Path) -> None:
 def test_a_query_of_identifiers_is_told_from_prose(query: str, code: bool) -> None:
     """Hybrid search ranks a query of code identifiers lexically (mirror.service.search)."""
     assert names_code(query) is code
+
+
+def test_most_of_a_question_in_the_body_outranks_one_word_in_every_field(tmp_path: Path) -> None:
+    """A word of the question in the title, description and headings counts once, at its best
+    field: the page whose body holds most of the question's words ranks first, not the page
+    that repeats one of them in every field (issue 27)."""
+    everywhere = _doc(
+        "articles/background-tasks",
+        "Background tasks",
+        "# Background tasks\n\n## Background work\n\n## Background limits\n\n" + _filler(60),
+    )
+    everywhere = replace(everywhere, description="Background tasks in the background.")
+    answer = _doc(
+        "articles/transfers",
+        "Transfers",
+        "# Transfers\n\nTo resume an interrupted download of a large file while the page is "
+        "in the background, keep the partial file and ask the server for the rest.\n\n"
+        + _filler(200),
+    )
+    store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    store.put(
+        [everywhere, answer, _doc("blog/other", "Other", "# Other\n\nNothing here.")],
+        fetched_at=0.0,
+        upstream="test",
+    )
+    query = "how do I resume an interrupted download of a large file in the background"
+    ranked = [h.name for h in store.rank_documents(query, limit=5)]
+    store.close()
+    assert ranked[:2] == [answer.name, everywhere.name]

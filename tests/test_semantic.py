@@ -10,6 +10,7 @@ import gzip
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -463,3 +464,32 @@ def test_a_forked_child_embeds_its_queries_itself() -> None:
         os.waitpid(pid, 0)
         pytest.fail("the forked child's query never got its embedding")
     assert os.waitstatus_to_exitcode(done[1]) == 0
+
+
+def test_a_weighted_ranking_counts_for_its_share_only() -> None:
+    """The dense tier's share is smaller: its first page does not outrank the lexical tier's
+    first, yet it still takes part in the fusion (it is not lost below the depth)."""
+    lexical, dense = ["a", "b", "c"], ["d", "a"]
+    fused = [name for name, _ in reciprocal_rank_fusion(lexical, dense, weights=(1.0, 0.3))]
+    assert fused[:2] == ["a", "b"] and "d" in fused
+    with pytest.raises(ValueError, match="one weight per ranking"):
+        reciprocal_rank_fusion(lexical, dense, weights=(1.0,))
+
+
+@needs_model
+def test_a_query_in_kana_hangul_or_ideographs_is_ranked_lexically(hybrid_store: str) -> None:
+    """The packaged model is English-only: a ja/ko/zh query's nearest pages by meaning are
+    noise, so the hybrid ranking of such a query is the lexical one."""
+    from mirror.service import search
+    from mirror.service.context import Context
+
+    store = Store.open(hybrid_store)
+    try:
+        ctx = Context(Settings(db_url=hybrid_store, offline=True), store, lambda: None, time.time)
+        for query in ("サービスワーカー 登録", "웹 앱 연락처", "网页 分享"):
+            fused = search.hybrid_ranking(ctx, query, limit=10)
+            assert fused is not None
+            lexical = search.lexical_ranking(ctx, query, limit=10)
+            assert [h.name for h in fused] == [h.name for h in lexical]
+    finally:
+        store.close()

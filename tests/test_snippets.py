@@ -42,3 +42,17 @@ def test_window_centres_on_the_densest_run_of_matches():
     joined = "".join(s for s, _ in segments)
     assert joined.startswith("…") and joined.endswith("…")
     assert sum(1 for _, is_match in segments if is_match) == 4
+
+
+def test_stop_words_of_the_query_are_not_marked():
+    segments = best_window("Move the data from the cache to the network.", "how to move from cache")
+    marked = {s for s, m in segments if m}
+    assert marked == {"Move", "cache"}
+    # A query of stop words only still marks them (there is nothing else to show).
+    assert {s for s, m in best_window("To be or not to be.", "to be") if m} == {"To", "be", "to"}
+
+
+def test_plain_text_drops_html_tags_and_decodes_entities():
+    assert plain_text('Trace once.<br/><div style="font-style: italic;">Note&nbsp;this.</div>') == (
+        "Trace once. Note this."
+    )

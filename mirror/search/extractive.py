@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..models import Answer, Citation, Document, DocumentChunk
+from .lexical import STOPWORDS, stem_key
+from .snippets import plain_text
 
 LABEL = "Extractive answer (offline: quoted from the local mirror, not generated):"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
@@ -30,19 +32,23 @@ class Passage:
 
 
 def words(text: str) -> set[str]:
-    """Lower-cased words of a text."""
-    return {w.lower() for w in _WORD.findall(text)}
+    """The stem keys of a text's words but stop words (a sentence sharing "to" and "the"
+    with a question does not answer it)."""
+    return {stem_key(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS}
 
 
 def _best_sentence(text: str, wanted: set[str]) -> tuple[int, str]:
     best = (0, "")
     for raw in _SENTENCE.split(text):
-        sentence = _MARKUP.sub("", raw).strip()
-        if not 20 <= len(sentence) <= 400 or sentence.startswith(("```", "|")):
+        stripped = _MARKUP.sub("", raw).strip()
+        if stripped.startswith(("```", "|")):
+            continue
+        sentence = plain_text(stripped)  # no HTML or Markdown left in a quotation
+        if not 20 <= len(sentence) <= 400:
             continue
         score = len(words(sentence) & wanted)
         if score > best[0]:
-            best = (score, " ".join(sentence.split()))
+            best = (score, sentence)
     return best
 
 

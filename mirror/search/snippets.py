@@ -35,7 +35,9 @@ _NOISE = (
 
 
 def plain_text(markdown: str) -> str:
-    """Markdown reduced to readable prose for snippets (links keep their text)."""
+    """Markdown reduced to readable prose (links keep their text; HTML tags such as
+    `<br/><div style="...">` and template tags go, entities are decoded): the one cleaning of
+    page text for snippets, extractive answers and the browser's pages."""
     for pattern, replacement in _NOISE:
         markdown = pattern.sub(replacement, markdown)
     # Character references (`&mdash;`, `&amp;`) as the characters they stand for; whoever

@@ -189,11 +189,20 @@ def _recorded(ctx: Context, recorded: RecordedAnswer) -> AnswerResult:
 
 
 def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerResult:
-    hits = ctx.store.search_local(query, limit=EXTRACT_FROM, offset=0, where=node)
-    cached = ctx.store.get_many(list(dict.fromkeys(h.name for h in hits)))
+    # The pages in the order `search --offline` ranks them (hybrid when the semantic tier is
+    # on), each with its best chunks: the answer quotes the page search ranks first first.
+    from . import search
+
+    ranking = search.hybrid_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
+    if ranking is None:
+        ranking = search.lexical_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
+    chunks, _ = search.grouped_page(ctx, query, ranking, offset=0, size=EXTRACT_FROM)
+    cached = ctx.store.get_many(list(dict.fromkeys(c.parent for c in chunks)))
     passages = [
-        extractive.Passage(h.name, h.text, cached[h.name].document if h.name in cached else None)
-        for h in hits
+        extractive.Passage(
+            c.parent, c.content, cached[c.parent].document if c.parent in cached else None
+        )
+        for c in chunks
     ]
     return AnswerResult(
         extractive.build(query, passages),
