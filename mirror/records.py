@@ -7,7 +7,7 @@ refused before it is parsed, naming its line and, when it can be found, its docu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -71,8 +71,10 @@ def _parse(lines: Iterable[Line], where: str, limit: int) -> Iterator[Document]:
         ) from None
 
 
-def _documents(raw: IO[bytes], where: str, limit: int) -> Iterator[Document]:
-    with raw:
+def _documents(open_raw: Callable[[], IO[bytes]], where: str, limit: int) -> Iterator[Document]:
+    # Opened when iteration starts, inside the `with`: a stream dropped before its first item
+    # (an import that failed early) leaves no file open behind it.
+    with open_raw() as raw:
         compressed = raw.read(2) == GZIP_MAGIC
         raw.seek(0)
         reader = LineReader(blocks(raw, compressed=compressed), limit=limit)
@@ -96,14 +98,14 @@ def iter_documents(
 ) -> Iterator[Document]:
     """Documents of a .jsonl or .jsonl.gz file, streamed; a bad line raises InvalidInput.
 
-    The file is opened now (so a bad path fails before anything else happens) and read as the
+    The file is checked now (so a bad path fails before anything else happens) and read as the
     result is iterated; a caller that must be all-or-nothing writes inside one transaction.
     """
     try:
-        raw = path.open("rb")
+        path.open("rb").close()
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}", hint="check the path") from None
-    return _documents(raw, str(path), max_document_bytes)
+    return _documents(lambda: path.open("rb"), str(path), max_document_bytes)
 
 
 def read_documents(
@@ -118,7 +120,7 @@ def iter_sample() -> Iterator[Document]:
     from importlib.resources import files
 
     resource = files("mirror.sample").joinpath("docs.jsonl.gz")
-    return _documents(resource.open("rb"), "sample docs", DEFAULT_MAX_DOCUMENT_BYTES)
+    return _documents(lambda: resource.open("rb"), "sample docs", DEFAULT_MAX_DOCUMENT_BYTES)
 
 
 def read_sample() -> list[Document]:

@@ -210,3 +210,18 @@ def test_a_file_of_blank_lines_only_is_refused(run, db_url: str, tmp_path: Path)
     empty.write_text("")
     assert run("import", str(empty)).exit_code == 2
     assert stored(db_url) == 0
+
+
+def test_a_stream_dropped_before_its_first_document_leaves_no_file_open(tmp_path: Path) -> None:
+    """An import that fails before reading (its preparing thread stopped first) drops the
+    stream unstarted: the file must not stay open until the collector finds it (an unclosed
+    file is a ResourceWarning, which this suite turns into a failure)."""
+    import gc
+
+    from mirror.records import iter_documents
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"name": "documents/a.dev/x", "content": "# x"}\n', encoding="utf-8")
+    stream = iter_documents(path)
+    del stream
+    gc.collect()

@@ -34,7 +34,7 @@ from tests.serve_process import clean_env, serve
 pytestmark = pytest.mark.sqlite_only
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus" / "tensorflow.org.jsonl.gz"
-KERAS = "documents/www.tensorflow.org/guide/keras"
+KERAS = ""  # the first result for "keras" on the intact index (set by `template`)
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -47,7 +47,11 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("template")
     with Mirror(Settings(db_url=f"sqlite:///{folder / 'store.sqlite3'}", offline=True)) as mirror:
         mirror.import_file(CORPUS)
-        assert mirror.search_documents("keras").page.results
+        results = mirror.search_documents("keras").page.results
+    # Whatever the ranking puts first for "keras" on the intact index is what every search
+    # after the damage must put first too.
+    global KERAS
+    KERAS = results[0].parent
     return folder
 
 
@@ -194,7 +198,7 @@ def _answers_keras(base: str) -> None:
     assert _parents(mcp.structured_content)[0] == KERAS
     web = _web(base, "keras")
     assert web.status_code == 200
-    assert "/doc/www.tensorflow.org/guide/keras" in web.text
+    assert "/doc/" + KERAS.removeprefix("documents/") in web.text
 
 
 @pytest.mark.parametrize("damage", ["garbled meta.json", "truncated segments"])

@@ -191,3 +191,21 @@ def test_counts_migration_counts_stored_documents(tmp_path: Path) -> None:
         assert stats.by_data_source == {"a.example": 5}
     finally:
         store.close()
+
+
+def test_a_checkout_migrates_with_its_own_revisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a checkout, the store upgrades with the checkout's own migrations/, never with
+    the `mirror.migrations` an editable install of another checkout maps elsewhere."""
+    import importlib
+
+    from mirror.store.db import migrate
+
+    real = importlib.import_module
+
+    def no_packaged(name: str, *args: Any) -> Any:
+        assert name != "mirror.migrations", "took the packaged migrations, not the checkout's"
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", no_packaged)
+    root = Path(__file__).resolve().parents[1]
+    assert migrate.script_location() == root / "migrations"

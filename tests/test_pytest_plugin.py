@@ -24,7 +24,10 @@ def load_plugin(pytestconfig: pytest.Config) -> list[str]:
     with its entry point (it then loads in every session, this one too, and `-p` would load
     it a second time under another name, which pytest refuses)."""
     installed = pytestconfig.pluginmanager.get_plugin("dk-mirror") is plugin
-    return [] if installed else ["-p", plugin.__name__]
+    # An inner session in an xdist worker sees the worker's environment: a pytest-benchmark
+    # installed system-wide then warns that xdist is active, and warnings are errors here.
+    quiet = ["-p", "no:benchmark"]
+    return quiet if installed else [*quiet, "-p", plugin.__name__]
 
 
 # A user's test file: it feeds pinned docs to code, and one test tries to go online.

@@ -29,6 +29,7 @@ EXPECTED = {
     "StoreError": (500, "INTERNAL"),
     "SchemaError": (500, "INTERNAL"),
     "IndexRebuilding": (503, "UNAVAILABLE"),
+    "WriteConflict": (503, "UNAVAILABLE"),
     "UpstreamError": (502, "UNAVAILABLE"),
     "NotFound": (404, "NOT_FOUND"),
     "BadRequest": (400, "INVALID_ARGUMENT"),

@@ -20,7 +20,7 @@ branch_labels = None
 depends_on = None
 
 # Spelt out rather than imported, so this revision keeps creating what it created when later
-# code changes; mirror/store/schema_index.py holds the same text (tests compare the results).
+# code changes; mirror/store/schema/index.py holds the same text (tests compare the results).
 CREATE_FTS = (
     "CREATE VIRTUAL TABLE chunks_fts USING fts5("
     'title, description, heading, body, tokenize = "unicode61 remove_diacritics 2")'

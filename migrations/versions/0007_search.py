@@ -25,7 +25,7 @@ branch_labels = None
 depends_on = None
 
 # Spelt out rather than imported, so this revision keeps creating what it created when later
-# code changes; mirror/store/schema_index.py holds the same text (tests compare the results).
+# code changes; mirror/store/schema/index.py holds the same text (tests compare the results).
 _COLUMNS = "title, description, headings, body, side"
 CREATE_VIEW = (
     "CREATE VIEW search_content AS SELECT s.id AS id, d.title AS title, "

@@ -28,7 +28,7 @@ branch_labels = None
 depends_on = None
 
 # Spelt out rather than imported, so this revision keeps creating what it created when later
-# code changes; mirror/store/schema_index.py holds the same text (tests compare the results).
+# code changes; mirror/store/schema/index.py holds the same text (tests compare the results).
 _COLUMNS = "title, description, headings, body, side"
 _HEAD = "title, description, headings"
 
@@ -77,7 +77,7 @@ CREATE_0007 = (
     "FROM search_docs AS s JOIN documents AS d ON d.name = s.name",
     *_triggers("old.content", "old.content IS NOT new.content"),
 )
-# zlib level 1, as mirror/store/compression.py writes.
+# zlib level 1, as mirror/store/db/compression.py writes.
 _LEVEL = 1
 
 

@@ -5,7 +5,7 @@ Revises: 0012
 
 FTS5 scored every page a query matched (a common word cost a BM25 call per matching page: 1 s
 at p50 at 1M pages) and its writes were two thirds of an import's writer time. The SQLite
-index is now a tantivy folder beside the store file (mirror/store/text_index.py), which reads
+index is now a tantivy folder beside the store file (mirror/store/textindex/sqlite/index.py), which reads
 the store; this revision drops the FTS5 tables, their view and triggers, and empties
 `search_docs` (PostgreSQL's index table, unused on SQLite), then creates `search_changes`: a
 log of the pages written with content, changed or deleted, appended by triggers on
@@ -26,7 +26,7 @@ branch_labels = None
 depends_on = None
 
 # Spelt out rather than imported, so this revision keeps creating what it created when later
-# code changes; mirror/store/schema_index.py holds the same text (tests compare the results).
+# code changes; mirror/store/schema/index.py holds the same text (tests compare the results).
 _TEXT_CHANGED = (
     "old.content_sha256 IS NOT new.content_sha256 OR (old.content IS NOT new.content "
     "AND dk_inflate(old.content) IS NOT dk_inflate(new.content))"
@@ -112,7 +112,7 @@ def downgrade() -> None:
     from mirror.search.chunking import headings
     from mirror.search.lexical import side_text
 
-    # dk_inflate: every connection of the project registers it (mirror/store/compression.py).
+    # dk_inflate: every connection of the project registers it (mirror/store/db/compression.py).
     for statement in CREATE_0012:
         op.execute(statement)
     # On the DBAPI connection, its cursor closed at the end: an unfinished statement would

@@ -10,6 +10,8 @@ and google.rpc code; the REST API, the MCP tools and the browser's error pages a
     Unavailable                       503 UNAVAILABLE         (worth a retry)
     IndexRebuilding                   503 UNAVAILABLE         with Retry-After: the search index
                                                               is being rebuilt
+    WriteConflict                     503 UNAVAILABLE         a write collided with another
+                                                              writer's past its retries
     other upstream / config errors    502 UNAVAILABLE         (this mirror's upstream failed)
     StoreError, OutputError           500 INTERNAL
     anything else                     500 INTERNAL            (details stay in the server log)
@@ -48,6 +50,7 @@ from ..errors import (
     StoreError,
     Unavailable,
     UpstreamError,
+    WriteConflict,
 )
 
 log = logging.getLogger("mirror.serve")
@@ -87,6 +90,8 @@ STATUS_TABLE: tuple[tuple[type[MirrorError], int, str], ...] = (
     (QuotaExceeded, 429, "RESOURCE_EXHAUSTED"),
     (Unavailable, 503, "UNAVAILABLE"),
     (IndexRebuilding, 503, "UNAVAILABLE"),  # a StoreError: before that row
+    # Another writer's transaction won past every retry: the same call again will go through.
+    (WriteConflict, 503, "UNAVAILABLE"),
     (StoreError, 500, "INTERNAL"),  # and SchemaError
     # AuthError, PermissionDenied, ProtocolError; ConfigError and NetworkForbidden: the
     # mirror's own upstream (or setup) failed; the caller's request and credentials are fine,

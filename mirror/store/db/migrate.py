@@ -26,7 +26,7 @@ def script_location() -> Path:
     `mirror.migrations` of an installed wheel."""
     # A checkout run from its own folder (PYTHONPATH, a clone) must use its own revisions, not
     # those an editable install of another checkout maps `mirror.migrations` to.
-    checkout = Path(__file__).resolve().parents[2] / "migrations"
+    checkout = Path(__file__).resolve().parents[3] / "migrations"  # mirror/store/db/ -> root
     if (checkout / "env.py").is_file():
         return checkout
     # Imported by name: setuptools maps the top-level migrations/ folder to this package.
