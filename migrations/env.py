@@ -1,4 +1,4 @@
-"""Alembic environment: runs on the connection dk-mirror hands over (see mirror/store/migrate.py)."""
+"""Alembic environment: runs on the connection dk-mirror hands over (see mirror/store/db/migrate.py)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ branch_labels = None
 depends_on = None
 
 # Spelt out rather than imported from mirror/store, so this revision keeps doing what it did
-# when later code changes. content_sha256 is set whenever content is (store/rows.py).
+# when later code changes. content_sha256 is set whenever content is (store/db/rows.py).
 BACKFILL = (
     "INSERT INTO document_versions (name, version, sha256, uri, title, description, "
     "data_source, update_time, content_length_bytes, extra_json, fetched_at, upstream) "

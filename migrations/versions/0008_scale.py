@@ -34,7 +34,7 @@ def _add(row: str, sign: str) -> str:
 
 
 # Spelt out rather than imported, so this revision keeps creating what it created when later
-# code changes; mirror/store/schema_counts.py holds the same text (tests compare the results).
+# code changes; mirror/store/schema/counts.py holds the same text (tests compare the results).
 CREATE_TRIGGERS = (
     f"CREATE TRIGGER document_counts_insert AFTER INSERT ON documents BEGIN {_add('new', '')} END",
     f"CREATE TRIGGER document_counts_delete AFTER DELETE ON documents BEGIN {_add('old', '-')} END",
