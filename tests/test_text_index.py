@@ -387,3 +387,36 @@ def test_large_syncs_and_rebuilds_commit_the_index_in_parts(
         assert not state.stale and state.indexed == 32
     finally:
         store.close()
+
+
+def test_a_search_that_joins_a_rebuild_still_finds_pages_committed_since_it_began(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a server (size_for) a search that finds the index must be rebuilt joins the rebuild
+    already running; that rebuild read the store before a later commit, so the search must
+    apply what was committed since before it answers (it found 200 of 220 pages)."""
+    from mirror.store.textindex.sqlite import index as text_index
+
+    began, go = threading.Event(), threading.Event()
+    real = text_index.all_documents
+
+    def held_after_reading(raw):  # type: ignore[no-untyped-def]
+        began.set()  # the rebuild has its snapshot of the store: 200 pages
+        go.wait(10)
+        yield from real(raw)
+
+    monkeypatch.setattr(text_index, "all_documents", held_after_reading)
+    store = Store.open(f"sqlite:///{tmp_path / 'store.sqlite3'}")
+    try:
+        store.size_for(4)
+        store.put(_docs(0, 200), fetched_at=0.0, upstream="test")
+        first = threading.Thread(target=lambda: store.search_local("otter", limit=400))
+        first.start()
+        assert began.wait(10)
+        store.put(_docs(200, 20), fetched_at=1.0, upstream="w")
+        threading.Timer(0.3, go.set).start()
+        assert len(store.search_local("otter", limit=400)) == 220
+        first.join(timeout=60)
+    finally:
+        go.set()
+        store.close()

@@ -281,6 +281,9 @@ class TextIndex:
                 self._sync(raw)  # another process holds the index: wait for it
         elif self._sync(raw, wait=SEARCH_WAIT, rebuild=False) is None:
             self._background.await_repair()
+            # The repair read the store in a snapshot of its own, older than `raw`'s when it
+            # was under way before this search began: apply the changes logged since.
+            self._sync(raw, wait=SEARCH_WAIT, rebuild=False)
 
     def repair_damage(self, exc: Damaged, generation: int) -> None:
         """A search met Damaged on a searcher of `generation`: have the index rebuilt before
