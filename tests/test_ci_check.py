@@ -43,7 +43,7 @@ def _marker_expression(args: list[str]) -> str:
 
 def test_the_suite_runs_in_a_parallel_part_then_the_serial_part() -> None:
     parallel, serial = suite_lines()
-    assert parallel[parallel.index("-n") + 1] == "2"
+    assert parallel[parallel.index("-n") + 1] == "4"
     assert _marker_expression(parallel) == "not serial" and "-n" not in serial
     assert _marker_expression(serial) == "serial"  # together: every test, once
 
@@ -79,7 +79,7 @@ def test_in_a_virtualenv_every_step_runs_its_python(tmp_path: Path) -> None:
     done, calls = _run_check(tmp_path, venv=True)
     assert done.returncode == 0, done.stderr
     assert [c.split()[1] for c in calls] == ["pip", "ruff", "ruff", "mypy", "pytest", "pytest"]
-    assert calls[-2] == "-m pytest -q -n 2 -m not serial" and calls[-1] == "-m pytest -q -m serial"
+    assert calls[-2] == "-m pytest -q -n 4 -m not serial --durations=15" and calls[-1] == "-m pytest -q -m serial --durations=5"
 
 
 @pytest.mark.slow
