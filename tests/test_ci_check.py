@@ -79,7 +79,10 @@ def test_in_a_virtualenv_every_step_runs_its_python(tmp_path: Path) -> None:
     done, calls = _run_check(tmp_path, venv=True)
     assert done.returncode == 0, done.stderr
     assert [c.split()[1] for c in calls] == ["pip", "ruff", "ruff", "mypy", "pytest", "pytest"]
-    assert calls[-2] == "-m pytest -q -n 4 -m not serial --durations=15" and calls[-1] == "-m pytest -q -m serial --durations=5"
+    assert (
+        calls[-2] == "-m pytest -q -n 4 -m not serial --durations=15"
+        and calls[-1] == "-m pytest -q -m serial --durations=5"
+    )
 
 
 @pytest.mark.slow
