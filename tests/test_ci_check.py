@@ -100,5 +100,8 @@ def test_a_system_python_that_refuses_installs_is_named_outside_ci(tmp_path: Pat
     assert not [c for c in calls if "pip" in c]  # refused before installing anything
     ci, calls = _run_check(tmp_path / "ci", venv=False, MANAGED="0", CI="true")
     assert ci.returncode == 0, ci.stderr
-    assert calls[1].startswith("-m pip install") and calls[-1] == "-m pytest -q -m serial"
+    assert (
+        calls[1].startswith("-m pip install")
+        and calls[-1] == "-m pytest -q -m serial --durations=5"
+    )
     assert (tmp_path / "ci" / "calls.pip").read_text().strip() == "1"  # a throwaway machine

@@ -27,6 +27,7 @@ from mirror.service import Mirror
 from tests.conftest import CANARY_KEY, seed, stored
 from tests.emulator_fixtures import corpus_documents
 from tests.store_templates import StoreTemplates
+from tests.wheel_build import build_wheel
 
 NOW = 1_790_000_000.0
 DAY = 86400.0
@@ -530,13 +531,7 @@ def test_age_buckets_and_chart_geometry() -> None:
 @pytest.mark.slow
 def test_wheel_ships_templates_and_static(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
-    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-    subprocess.run(
-        [*pip, "-w", str(tmp_path), str(root)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = tmp_path.glob("dk_mirror-*.whl")
+    wheel = build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         members = set(archive.namelist())
     shipped = {

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mirror.store.schema.tables import SCHEMA_REVISION
+from tests.wheel_build import build_wheel
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -18,24 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_carries_migrations_and_sample_and_they_work(tmp_path: Path) -> None:
-    dist = tmp_path / "dist"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(dist),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = dist.glob("dk_mirror-*.whl")
+    wheel = build_wheel(tmp_path)
     members = zipfile.ZipFile(wheel).namelist()
     assert "mirror/migrations/env.py" in members
     assert any(m.startswith("mirror/migrations/versions/0001") for m in members)
