@@ -138,3 +138,21 @@ def test_search_results_outside_the_prefix_are_counted_as_left_out(cli_online) -
     # Every name taken was found by the search, and lies inside the prefix.
     assert report["foundBy"]["search"] == report["known"] > 0
     assert all(p["foundBy"] == "search" and HUB in p["name"] for p in report["pages"])
+
+
+def test_a_names_file_is_a_list_of_pages_not_sections_to_search(  # type: ignore[no-untyped-def]
+    cli_online, emulator, tmp_path: Path
+) -> None:
+    """Seeds from a names file (hundreds of pages, often) are not each searched for "the rest
+    of their section": that spent the Search quota on what nobody asked for. A seed given as
+    an argument still is, when links run out."""
+    names = tmp_path / "seeds.txt"
+    names.write_text(f"{HUB}/overview\n", encoding="utf-8")
+    listed = cli_online("crawl", "--names-file", str(names), "--depth", "0", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    searched = [r for r in emulator.requests if "search" in r.path.lower()]
+    assert searched == [] and json.loads(listed.stdout)["sectionSearches"] == []
+    emulator.reset()
+    named = cli_online("crawl", f"{HUB}/overview", "--depth", "0", "--json")
+    assert named.exit_code == 0, named.stderr
+    assert json.loads(named.stdout)["sectionSearches"]

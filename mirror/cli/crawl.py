@@ -92,7 +92,8 @@ def crawl(
 
     Links are followed inside the --prefix scopes (without one: below each seed's own
     name). When links run out, each section is searched (its path's words, on its site) for
-    the pages no link leads to, unless --links-only or --search. The frontier is kept in the store: rerun the same command after an interruption
+    the pages no link leads to, unless --links-only or --search (or the seeds come from a
+    names file and no --prefix names a section). The frontier is kept in the store: rerun the same command after an interruption
     (Ctrl-C, a crash, kill -9) and it continues; nothing already stored is fetched again.
     Names upstream does not have are remembered and not asked for again unless
     --retry-missing or --missing-max-age says so. Once 40 links of one page in a row turn
@@ -123,7 +124,9 @@ def crawl(
         retry_missing=retry_missing,
         missing_max_age=missing_max_age,
         follow_broken_links=follow_broken_links,
-        links_only=links_only,
+        # A names file lists pages, not sections: searching "the rest" of each of hundreds of
+        # pages' trees spends the Search quota on what nobody asked for (--prefix names one).
+        links_only=links_only or (names_file is not None and not prefixes),
     )
     display = CrawlDisplay()
     try:
