@@ -138,7 +138,7 @@ class SqliteText:
     def bulk(self) -> Iterator[Bulk]:
         """The index held, caught up, and staging the pages of one bulk write."""
         if not self.available():
-            yield _Unheld(self)
+            yield _Staged(self, None)
             return
         with self.index().session(self.indexer().sync_now) as session:
             yield _Staged(self, session)
@@ -182,9 +182,10 @@ class SqliteText:
 
 
 class _Staged:
-    """A bulk write's pages staged into the held index."""
+    """A bulk write's pages, staged into the held index (`session`), or written as any other
+    write when the store has no search index (None)."""
 
-    def __init__(self, owner: SqliteText, session: Session) -> None:
+    def __init__(self, owner: SqliteText, session: Session | None) -> None:
         self._owner = owner
         self._session = session
 
@@ -203,37 +204,10 @@ class _Staged:
         docs: Sequence[Document],
         prepared: Mapping[str, Entry] | None = None,
     ) -> int:
-        """Stage `docs` into the session."""
+        """Stage `docs` into the session (as SqliteText.reindex without one)."""
         return self._owner.reindex(conn, docs, prepared, self._session)
 
     def finish(self, conn: Connection) -> None:
         """Apply what the transaction logged that was not staged, before its commit."""
-        self._session.finish(_raw(conn))
-
-
-class _Unheld:
-    """A bulk write on a store without a search index: writes as any other."""
-
-    def __init__(self, owner: SqliteText) -> None:
-        self._owner = owner
-
-    def changed(
-        self,
-        conn: Connection,
-        docs: Sequence[Document],
-        hashes: Mapping[str, str | None] | None = None,
-    ) -> list[Document]:
-        """As SqliteText.changed."""
-        return self._owner.changed(conn, docs, hashes)
-
-    def reindex(
-        self,
-        conn: Connection,
-        docs: Sequence[Document],
-        prepared: Mapping[str, Entry] | None = None,
-    ) -> int:
-        """As SqliteText.reindex."""
-        return self._owner.reindex(conn, docs, prepared)
-
-    def finish(self, conn: Connection) -> None:
-        """Nothing to finish."""
+        if self._session is not None:
+            self._session.finish(_raw(conn))
