@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -333,6 +334,45 @@ def test_check_max_age_measures_the_snapshot_file_not_its_content(tmp_path: Path
     data = json.loads(stale.stdout)
     assert data["tooOld"] and 60 * 86400 < data["ageSeconds"] < 62 * 86400
     assert data["writtenAt"].endswith("Z") and data["contentAsOf"] == newest
+
+
+def test_check_max_age_of_a_committed_snapshot_is_its_commit_time(tmp_path: Path, emulator):
+    """A CI checkout resets every file's mtime: a snapshot committed 61 days ago is 61 days
+    old however fresh its mtime, and one changed since its commit is as old as its mtime."""
+    mirror = _store(tmp_path, "m", [], upstream=emulator.base_url, api_key=emulator.api_key)
+    names = [d["name"] for d in corpus_documents("tensorflow.org")[:3]]
+    mirror.fetch(names[:2])
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    snap = repo / "pinned.snap"
+    mirror.export_snapshot(snap)
+    old = f"@{int(time.time() - 61 * 86400)} +0000"
+    git_env = {**os.environ, "GIT_AUTHOR_DATE": old, "GIT_COMMITTER_DATE": old}
+    for step in (["init", "-q"], ["add", "pinned.snap"], ["commit", "-qm", "pin"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *step],
+            cwd=repo, env=git_env, check=True,
+        )  # fmt: skip
+    os.utime(snap)  # as a fresh checkout leaves it
+    env = {
+        "DK_MIRROR_DB": mirror.settings.db_url,
+        "DK_MIRROR_UPSTREAM": emulator.base_url,
+        "DEVELOPER_KNOWLEDGE_API_KEY": emulator.api_key,
+    }
+    args = ["snapshot", "check", str(snap), "--max-age", "30d"]
+    stale = CliRunner().invoke(cli, args, env=env)
+    assert stale.exit_code == 1, stale.stderr
+    assert (
+        "written 61d ago (by its git commit" in stale.stderr
+        and "older than --max-age" in stale.stderr
+    )
+    data = json.loads(CliRunner().invoke(cli, [*args, "--json"], env=env).stdout)
+    assert data["tooOld"] and data["writtenAtSource"] == "git commit"
+    # Rewritten since the commit (one more page pinned): its own mtime is when it was written.
+    mirror.fetch(names[2:])
+    mirror.export_snapshot(snap)
+    fresh = CliRunner().invoke(cli, args, env=env)
+    assert fresh.exit_code == 0 and "(by its file modification time" in fresh.stderr
 
 
 def test_reimporting_an_applied_delta_is_a_no_op(tmp_path: Path):

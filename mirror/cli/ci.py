@@ -150,7 +150,8 @@ def diff(
 @click.option(
     "--max-age",
     callback=duration,
-    help="Also fail when the snapshot file was written longer ago (e.g. 30d; by its mtime).",
+    help="Also fail when the snapshot was written longer ago (e.g. 30d): its last git commit, "
+    "or its modification time when git does not track it.",
 )
 @json_option
 @global_options
@@ -167,8 +168,8 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
             click.echo(f"gone upstream     {render.clean(name)}")
         click.echo(
             f"{len(report.changed)} changed, {len(report.removed)} gone of {report.pinned} "
-            f"pinned; snapshot file written {render.age(report.age_seconds)} ago "
-            "(its modification time, which --max-age checks)"
+            f"pinned; snapshot written {render.age(report.age_seconds)} ago "
+            f"(by its {report.written_by}, which --max-age checks)"
             + (" - older than --max-age" if report.too_old else "")
             + f"; content as of {report.content_as_of or 'unknown'} (newest pinned updateTime)",
             err=True,

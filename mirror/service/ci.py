@@ -6,7 +6,6 @@ this module connects them to the store and the upstream.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +20,7 @@ from ..models import Document, View, data_source_of, rfc3339
 from ..snapshots import format as snapshot
 from ..snapshots import lockfile, mdpaths
 from ..snapshots import read as snapshot_read
+from ..snapshots.age import snapshot_written_at
 from ..snapshots.diff import check_base, check_result, delta_roots
 from ..snapshots.read import read as read_snapshot
 from ..timestamps import instant_key
@@ -56,8 +56,9 @@ class ImportReport:
 class CheckReport:
     """Which pinned documents changed upstream since the snapshot, and how old it is.
 
-    `age_seconds` is the snapshot file's age (its modification time: the format holds no
-    wall clock, so the same documents give the same bytes); `content_as_of` is the newest
+    `age_seconds` is the snapshot's age, from its last git commit or else its mtime
+    (`written_by` says which: the format holds no wall clock, so the same documents give the
+    same bytes); `content_as_of` is the newest
     pinned `updateTime`, which says how recent the pinned content is, not the file.
     """
 
@@ -66,6 +67,7 @@ class CheckReport:
     removed: list[str] = field(default_factory=list)
     age_seconds: float | None = None
     written_at: float | None = None
+    written_by: str | None = None
     content_as_of: str | None = None
     too_old: bool = False
 
@@ -82,6 +84,7 @@ class CheckReport:
             "removed": self.removed,
             "ageSeconds": self.age_seconds,
             "writtenAt": rfc3339(self.written_at),
+            "writtenAtSource": self.written_by,
             "contentAsOf": self.content_as_of,
             "tooOld": self.too_old,
             "ok": self.ok,
@@ -221,9 +224,10 @@ def check(ctx: Context, path: Path, *, max_age: float | None) -> CheckReport:
         for now in outcome.documents:
             if _changed(pinned[now.name], now):
                 report.changed.append(now.name)
-    # The file's mtime is the only record of when the snapshot was made: the format keeps
-    # wall-clock time out of the bytes on purpose (same documents, same bytes).
-    report.written_at = os.stat(path).st_mtime
+    # The format keeps wall-clock time out of the bytes on purpose (same documents, same
+    # bytes): the time it was written is its commit time, or its mtime outside git.
+    written = snapshot_written_at(path)
+    report.written_at, report.written_by = written.timestamp, written.source
     report.age_seconds = max(0.0, ctx.clock() - report.written_at)
     report.content_as_of = _newest_update(snap.documents)
     report.too_old = max_age is not None and report.age_seconds > max_age
