@@ -169,9 +169,8 @@ class NotThen(NotCached):
             )
         self.message = f"not in the store as of {when}: " + "; ".join(parts)
         self.args = (self.message,)
-        self.hint = (
-            "dk-mirror history NAME lists the versions kept and when each was fetched; "
-            + ("keep more versions with --keep-versions" if self.pruned else "pick a later date")
+        self.hint = "dk-mirror history NAME lists the versions kept and when each was fetched; " + (
+            "keep more versions with --keep-versions" if self.pruned else "pick a later date"
         )
 
 
