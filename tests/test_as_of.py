@@ -93,7 +93,9 @@ def test_cli_get_as_of_prints_the_older_bytes_and_json_provenance(
     assert plain.exit_code == 0, plain.stderr
     assert plain.stdout_bytes == drill.old.encode()  # the corpus page ends with a newline
     assert invoke("get", drill.changed).stdout_bytes == drill.new.encode()
-    data = json.loads(invoke("get", drill.changed, "--json", "--as-of", "2026-05-28T21:26:40Z").stdout)
+    data = json.loads(
+        invoke("get", drill.changed, "--json", "--as-of", "2026-05-28T21:26:40Z").stdout
+    )
     assert data["documents"][0]["content"] == drill.old
     assert data["_mirror"]["asOf"] == "2026-05-28T21:26:40.000Z"
     assert data["_mirror"]["served"] == [
@@ -107,14 +109,12 @@ def test_cli_get_as_of_prints_the_older_bytes_and_json_provenance(
 def test_pages_not_yet_fetched_then_are_absent_and_pruned_ones_say_so(
     drill: Drill, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with drill.mirror(BETWEEN) as past:
-        with pytest.raises(NotThen) as late:
-            past.get_documents([drill.late])
+    with drill.mirror(BETWEEN) as past, pytest.raises(NotThen) as late:
+        past.get_documents([drill.late])
     assert late.value.names == [drill.late] and late.value.pruned == []
     assert "not yet fetched then" in late.value.message
-    with drill.mirror(T1 - 1) as before:
-        with pytest.raises(NotThen):
-            before.get_documents([drill.unchanged])
+    with drill.mirror(T1 - 1) as before, pytest.raises(NotThen):
+        before.get_documents([drill.unchanged])
     with drill.mirror() as now:
         assert now.prune_history(keep=1) == 1  # version 1 of the changed page goes
     with drill.mirror(BETWEEN) as past:
@@ -134,8 +134,12 @@ def test_ls_search_and_exports_as_of(
 ) -> None:
     invoke = _cli(drill, monkeypatch)
     when = rfc3339(BETWEEN) or ""
-    listed = [json.loads(line) for line in invoke("ls", "--json", "--as-of", when).stdout.splitlines()]
-    assert sorted(item["name"] for item in listed) == sorted([drill.changed, drill.unchanged, *_third(drill)])
+    listed = [
+        json.loads(line) for line in invoke("ls", "--json", "--as-of", when).stdout.splitlines()
+    ]
+    assert sorted(item["name"] for item in listed) == sorted(
+        [drill.changed, drill.unchanged, *_third(drill)]
+    )
     assert all(item["fetchedAt"] == rfc3339(T1) for item in listed)
     assert drill.late in invoke("ls").stdout
 
@@ -172,7 +176,11 @@ def test_bad_as_of_dates_are_usage_errors(drill: Drill, monkeypatch: pytest.Monk
     invoke = _cli(drill, monkeypatch)
     for text in ("2026-02-30", "yesterday"):
         result = invoke("get", drill.changed, "--as-of", text)
-        assert result.exit_code == 2 and "--as-of" in result.stderr and "Traceback" not in result.output
+        assert (
+            result.exit_code == 2
+            and "--as-of" in result.stderr
+            and "Traceback" not in result.output
+        )
 
 
 def _third(drill: Drill) -> list[str]:
