@@ -172,15 +172,38 @@ def test_the_view_refuses_writes(drill: Drill) -> None:
             past.import_sample()
 
 
-def test_bad_as_of_dates_are_usage_errors(drill: Drill, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_as_of_dates_and_fetching_the_past_are_usage_errors(
+    drill: Drill, monkeypatch: pytest.MonkeyPatch
+) -> None:
     invoke = _cli(drill, monkeypatch)
     for text in ("2026-02-30", "yesterday"):
         result = invoke("get", drill.changed, "--as-of", text)
-        assert (
-            result.exit_code == 2
-            and "--as-of" in result.stderr
-            and "Traceback" not in result.output
-        )
+        assert result.exit_code == 2 and "--as-of" in result.stderr
+        assert "Traceback" not in result.output
+    refreshing = invoke("get", drill.changed, "--refresh", "--as-of", "2026-05-29")
+    assert refreshing.exit_code == 2 and "never fetched" in refreshing.stderr
+    monkeypatch.delenv("DK_MIRROR_OFFLINE")
+    serving = invoke("serve", "--as-of", "2026-05-29", "--allow-fetch", "--port", "0")
+    assert serving.exit_code == 1 and "read-only: it cannot fetch" in serving.stderr
+
+
+def test_the_view_searches_and_lists_history_as_of_then(drill: Drill) -> None:
+    from mirror.store.as_of_view import AsOfStore
+    from mirror.store.store import Store
+
+    store = Store.open(drill.db_url)
+    try:
+        past, now = AsOfStore(store, BETWEEN), AsOfStore(store, T2)
+        assert [v.number for v in past.versions(drill.changed)] == [1]
+        assert [v.number for v in now.versions(drill.changed)] == [2, 1]
+        newest = now.versions(drill.changed)[0].sha256
+        assert past.version_document(drill.changed, newest) is None
+        assert now.version_document(drill.changed, newest).content == drill.new  # type: ignore[union-attr]
+        assert past.search_local(NEW_WORD) == []
+        assert {hit.name for hit in now.search_local(NEW_WORD)} == {drill.changed}
+        assert past.stats().documents == 3 and now.stats().documents == 4
+    finally:
+        store.close()
 
 
 def _third(drill: Drill) -> list[str]:

@@ -233,6 +233,10 @@ def get(
     NAME may be documents/HOST/PATH, https://HOST/PATH or HOST/PATH; at most 20.
     """
     mirror = open_mirror(ctx, readonly=None)  # writes only what it fetches
+    if mirror.as_of is not None and (refresh or max_age is not None):
+        raise click.UsageError(
+            "--as-of reads the store's past, which is never fetched: drop --refresh and --max-age"
+        )
     mode = request_mode(mirror, max_age=max_age, refresh=refresh)
     try:
         # --json prints the documents there are and names the rest; text is all or nothing.

@@ -115,7 +115,15 @@ def serve(
         from ..serve import app, runner
         from ..serve.mcp_server import build_server
 
-        if not allow_fetch and mirror.stats().documents == 0:
+        if mirror.as_of is not None and mirror.stats().documents == 0:
+            from ..models import rfc3339
+
+            log.warning(
+                "the store held no documents at %s: every get is NOT_FOUND; pick a later "
+                "--as-of (dk-mirror history NAME says when pages were fetched)",
+                rfc3339(mirror.as_of),
+            )
+        elif not allow_fetch and mirror.stats().documents == 0:
             # An agent sees only empty results and NOT_FOUND: say why where a person looks.
             log.warning(
                 "the store holds no documents: searches find nothing and every get is "
