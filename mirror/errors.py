@@ -155,7 +155,9 @@ class NotCached(MirrorError):
 class NotThen(NotCached):
     """An as-of read (`--as-of`): these documents were not in the store at that time."""
 
-    def __init__(self, names: Sequence[str], *, pruned: Sequence[str], when: str) -> None:
+    def __init__(
+        self, names: Sequence[str], *, pruned: Sequence[str] = (), when: str = "that time"
+    ) -> None:
         super().__init__(names)
         self.pruned = [n for n in names if n in set(pruned)]
         later = [n for n in self.names if n not in set(self.pruned)]
