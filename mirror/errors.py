@@ -16,7 +16,9 @@
     │   │                          the upstream URL looks wrong (never "missing" names)
     │   └── NetworkForbidden       strict offline mode and something tried to go online
     ├── NotCached                  offline and not in the store (exit 4); `.names`
-    │   └── NotServed              serve/calls.py: a miss a read-only server may not fetch
+    │   ├── NotServed              serve/calls.py: a miss a read-only server may not fetch
+    │   └── NotThen                an as-of read: not in the store then (not yet fetched, or
+    │                              its version of then was pruned); `.pruned`
     ├── StoreError                 the local database cannot be used as asked (exit 1)
     │   ├── SchemaError            store revision unknown to this version of dk-mirror
     │   ├── IndexRebuilding        a server's search index is being rebuilt; `.retry_after`
@@ -148,6 +150,34 @@ class NotCached(MirrorError):
             f"{len(self.names)} document(s) not in the local store and offline mode is on: {shown}",
             hint=hint or f"fetch them while online: {fetch}",
         )
+
+
+class NotThen(NotCached):
+    """An as-of read (`--as-of`): these documents were not in the store at that time."""
+
+    def __init__(
+        self, names: Sequence[str], *, pruned: Sequence[str] = (), when: str = "that time"
+    ) -> None:
+        super().__init__(names)
+        self.pruned = [n for n in names if n in set(pruned)]
+        later = [n for n in self.names if n not in set(self.pruned)]
+        parts = []
+        if later:
+            parts.append(f"{len(later)} not yet fetched then: {_shown(later)}")
+        if self.pruned:
+            parts.append(
+                f"{len(self.pruned)} whose version of then was pruned from the history "
+                f"(a newer one is kept, and is not that copy): {_shown(self.pruned)}"
+            )
+        self.message = f"not in the store as of {when}: " + "; ".join(parts)
+        self.args = (self.message,)
+        self.hint = "dk-mirror history NAME lists the versions kept and when each was fetched; " + (
+            "keep more versions with --keep-versions" if self.pruned else "pick a later date"
+        )
+
+
+def _shown(names: Sequence[str]) -> str:
+    return ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
 
 
 class UpstreamError(MirrorError):

@@ -464,6 +464,24 @@ class Version:
 
 
 @dataclass(frozen=True, slots=True)
+class Observed:
+    """A document as the store held it at a past instant (an as-of read): the version current
+    then, and its metadata (with its content when the read asked for it)."""
+
+    version: Version  # its number, hash, when this content was first fetched, and from where
+    document: Document
+
+
+@dataclass(frozen=True, slots=True)
+class AsOf:
+    """What an as-of read found: documents as they were then, in name order, and the names
+    whose version of then was pruned from the history (known to have existed, not kept)."""
+
+    observed: list[Observed]
+    pruned: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Stamp:
     """What a refresh compares with upstream's BASIC view: a stored copy without its content."""
 

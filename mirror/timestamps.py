@@ -51,3 +51,43 @@ def canonical_timestamp(text: str) -> str | None:
     seconds, _, fraction = key.partition(".")
     fraction = fraction.rstrip("0")
     return f"{seconds}.{fraction}Z" if fraction else f"{seconds}Z"
+
+
+# A date alone, or a date and time without a zone (read as UTC), besides full RFC 3339.
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_LOCAL = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?")
+
+
+def parse_instant(text: str, now: float) -> float:
+    """Unix seconds of `--as-of` text: RFC 3339 (`2026-01-02T03:04:05Z`), a date and time read
+    as UTC (`2026-01-02T03:04`), a date (its first instant, UTC), or a duration ago (`7d`)."""
+    from datetime import UTC
+
+    from .config import parse_duration
+    from .errors import InvalidInput
+
+    raw = text.strip()
+    try:
+        if RFC3339.fullmatch(raw):
+            key = instant_key(raw)
+            if key is None:
+                raise ValueError(raw)
+            return (
+                datetime.strptime(key[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=UTC).timestamp()
+            )
+        for pattern in (_LOCAL, _DATE):
+            m = pattern.fullmatch(raw)
+            if m:
+                y, mo, d, hh, mm, ss = (int(g or 0) for g in (*m.groups(), 0, 0, 0)[:6])
+                return datetime(y, mo, d, hh, mm, ss, tzinfo=UTC).timestamp()
+    except ValueError:
+        raise InvalidInput(
+            f"{text!r} is not a real date or time", hint="check the month, day and hour"
+        ) from None
+    try:
+        return now - parse_duration(raw)
+    except InvalidInput:
+        raise InvalidInput(
+            f"{text!r} is not a date, a time or a duration",
+            hint="give 2026-01-02, 2026-01-02T15:04:05Z (RFC 3339; no zone means UTC) or 7d (ago)",
+        ) from None

@@ -26,6 +26,7 @@ EXPECTED = {
     "WrongUpstream": (502, "UNAVAILABLE"),
     "NetworkForbidden": (502, "UNAVAILABLE"),
     "NotCached": (404, "NOT_FOUND"),
+    "NotThen": (404, "NOT_FOUND"),
     "StoreError": (500, "INTERNAL"),
     "SchemaError": (500, "INTERNAL"),
     "IndexRebuilding": (503, "UNAVAILABLE"),

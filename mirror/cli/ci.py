@@ -10,6 +10,7 @@ import click
 from ..service import Mirror
 from . import render
 from .common import (
+    as_of_option,
     document_limit,
     duration,
     global_options,
@@ -17,6 +18,7 @@ from .common import (
     max_document_option,
     names_from_file,
     open_mirror,
+    warn_pruned,
 )
 
 PathArg = click.Path(path_type=Path, dir_okay=False)
@@ -37,6 +39,7 @@ def snapshot() -> None:
     "--lock", "lock_file", type=ExistingFile, help="Exactly the documents of a lock file."
 )
 @click.option("--since", type=ExistingFile, help="Write a delta against this full snapshot.")
+@as_of_option
 @json_option
 @global_options
 @click.pass_context
@@ -51,7 +54,9 @@ def export(
     as_json: bool,
 ) -> None:
     """Write the selected documents to OUT: same documents, same bytes, on any machine."""
-    manifest = open_mirror(ctx, readonly=True).export_snapshot(
+    mirror = open_mirror(ctx, readonly=True)
+    warn_pruned(mirror, prefix)
+    manifest = mirror.export_snapshot(
         out,
         prefix=prefix,
         data_source=data_source,
@@ -269,12 +274,15 @@ def sync(
 @click.command(name="export-md")
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--prefix", help="Only names starting with this (any name form).")
+@as_of_option
 @json_option
 @global_options
 @click.pass_context
 def export_md(ctx: click.Context, directory: Path, prefix: str | None, as_json: bool) -> None:
     """Write one .md file per document (front matter + Markdown) and an index.md."""
-    count = open_mirror(ctx, readonly=True).export_markdown(directory, prefix=prefix)
+    mirror = open_mirror(ctx, readonly=True)
+    warn_pruned(mirror, prefix)
+    count = mirror.export_markdown(directory, prefix=prefix)
     if as_json:
         click.echo(render.to_json({"directory": str(directory), "documents": count}))
     else:

@@ -103,6 +103,51 @@ def keep_versions_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+def _as_of(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    # Kept for open_mirror, which opens the store as it was then for every command alike.
+    if value is None:
+        return
+    import time
+
+    from ..errors import InvalidInput
+    from ..timestamps import parse_instant
+
+    try:
+        ctx.ensure_object(dict)["as_of"] = parse_instant(value, time.time())
+    except InvalidInput as exc:
+        raise click.BadParameter(f"{exc.message} ({exc.hint})") from None
+
+
+def as_of_option(func: F) -> F:
+    """`--as-of DATE`: answer as the store was then, from its kept history (read-only)."""
+    return click.option(
+        "--as-of",
+        metavar="DATE",
+        expose_value=False,
+        callback=_as_of,
+        help="Answer as the store was at DATE (2026-01-02, 2026-01-02T15:04:05Z, or 7d ago), "
+        "from the versions it kept: pages fetched later are absent, and a page whose version "
+        "of then was pruned says so.",
+    )(func)
+
+
+def warn_pruned(mirror: Mirror, prefix: str | None = None) -> None:
+    """As of a past time, say which pages were left out because their version of then was
+    pruned from the history (a listing or export must not pass for complete)."""
+    if mirror.as_of is None:
+        return
+    from . import render
+
+    pruned = mirror.pruned_then(prefix)
+    if pruned:
+        shown = ", ".join(render.clean(n) for n in pruned[:5]) + (" ..." if len(pruned) > 5 else "")
+        click.echo(
+            f"warning: {len(pruned)} document(s) left out: their version of then was pruned "
+            f"from the history ({shown})",
+            err=True,
+        )
+
+
 def document_limit(ctx: click.Context) -> int:
     """The document size limit from --max-document-bytes, the environment or the default."""
     return config.document_limit(os.environ, ctx.ensure_object(dict).get("max_document_bytes"))
@@ -142,12 +187,14 @@ def open_mirror(
     only_reads = settings.offline if readonly is None else readonly
     # Offline, a command cannot fetch, so it (nearly always) only reads: a local import
     # still writes, through the full Store the Reader opens for it.
+    as_of = given.get("as_of")
     mirror = Mirror(
         settings,
         upgrade=upgrade,
         readonly=only_reads,
-        reader=only_reads or settings.offline,
+        reader=only_reads or settings.offline or as_of is not None,
         read_only_ok=read_only_ok,
+        as_of=as_of,
     )
 
     def close() -> None:

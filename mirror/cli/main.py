@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..models import Summary
 from . import render
 from .common import (
+    as_of_option,
     duration,
     exit_failed,
     global_options,
@@ -33,6 +34,7 @@ from .common import (
     names_from_file,
     open_mirror,
     request_mode,
+    warn_pruned,
     with_suggestions,
 )
 
@@ -219,6 +221,7 @@ def cli() -> None:
 @click.argument("names", nargs=-1, required=True)
 @click.option("--max-age", callback=duration, help="Refetch copies older than this (e.g. 7d).")
 @click.option("--refresh", is_flag=True, help="Fetch from upstream even if cached.")
+@as_of_option
 @json_option
 @global_options
 @click.pass_context
@@ -230,6 +233,10 @@ def get(
     NAME may be documents/HOST/PATH, https://HOST/PATH or HOST/PATH; at most 20.
     """
     mirror = open_mirror(ctx, readonly=None)  # writes only what it fetches
+    if mirror.as_of is not None and (refresh or max_age is not None):
+        raise click.UsageError(
+            "--as-of reads the store's past, which is never fetched: drop --refresh and --max-age"
+        )
     mode = request_mode(mirror, max_age=max_age, refresh=refresh)
     try:
         # --json prints the documents there are and names the rest; text is all or nothing.
@@ -325,6 +332,7 @@ def fetch(
 @cli.command(name="ls")
 @click.option("--prefix", help="Only names starting with this (any name form).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many.")
+@as_of_option
 @json_option
 @global_options
 @click.pass_context
@@ -335,6 +343,7 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
     they are known to exist but cannot be read until fetched.
     """
     mirror = open_mirror(ctx, readonly=True)
+    warn_pruned(mirror, prefix)
     items = mirror.list_documents(prefix, limit)
     if as_json:
         for item in items:

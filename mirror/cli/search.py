@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import click
 
 from . import render
-from .common import global_options, json_option, open_mirror
+from .common import as_of_option, global_options, json_option, open_mirror
 
 
 def _marked(segments: list[tuple[str, bool]]) -> str:
@@ -41,6 +41,7 @@ def _when(epoch: float | None) -> str:
     help='e.g. data_source = "web.dev" AND update_time >= "2025-01-01T00:00:00Z"',
 )
 @click.option("--fetch", is_flag=True, help="Also mirror the full documents of the hits.")
+@as_of_option
 @json_option
 @global_options
 @click.pass_context
@@ -61,7 +62,9 @@ def search(
     for warning in result.warnings:
         click.echo(f"warning: {render.clean(warning, multiline=True)}", err=True)
     if as_json:
-        click.echo(render.to_json(result.to_json()))
+        # How fresh each page of the hits is, as the store holds it (as of then, with --as-of).
+        held = mirror.provenance([hit.parent for hit in result.page.results])
+        click.echo(render.to_json(result.to_json(held)))
         return
     if not result.page.results:
         click.echo(f"no results ({result.source})", err=True)
@@ -83,6 +86,8 @@ def search(
         )
         click.echo(f"   {_marked(snippet)}\n")
     note = f"source: {result.source}"
+    if result.as_of is not None:
+        note += f", as of {_when(result.as_of)}"
     if result.recorded_at:
         note += f", recorded {_when(result.recorded_at)}"
     click.echo(note, err=True)

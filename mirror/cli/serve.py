@@ -18,7 +18,7 @@ import click
 from ..config import ENV_SERVE_TOKEN
 from ..errors import ConfigError
 from ..serve.options import DEFAULT_HOST, DEFAULT_PORT, MODES, ServeMode, ServeOptions
-from .common import global_options, open_mirror
+from .common import as_of_option, global_options, open_mirror
 
 log = logging.getLogger("mirror.serve")
 
@@ -65,6 +65,7 @@ log = logging.getLogger("mirror.serve")
     metavar="NAME",
     help="Also accept this Host name (e.g. the machine's DNS name); repeatable.",
 )
+@as_of_option
 @global_options
 @click.pass_context
 def serve(
@@ -90,6 +91,11 @@ def serve(
         mirror = open_mirror(ctx, read_only_ok=not allow_fetch)
         if stdio and not (allow_fetch or create):
             _refuse_a_new_store(mirror.missing_store())
+        if mirror.as_of is not None and (allow_fetch or mode == "live"):
+            raise ConfigError(
+                "--as-of serves the store as it was then, read-only: it cannot fetch",
+                hint="drop --allow-fetch and --mode live, or drop --as-of",
+            )
         if mirror.settings.offline:
             if allow_fetch or mode == "live":
                 raise ConfigError(
@@ -109,7 +115,15 @@ def serve(
         from ..serve import app, runner
         from ..serve.mcp_server import build_server
 
-        if not allow_fetch and mirror.stats().documents == 0:
+        if mirror.as_of is not None and mirror.stats().documents == 0:
+            from ..models import rfc3339
+
+            log.warning(
+                "the store held no documents at %s: every get is NOT_FOUND; pick a later "
+                "--as-of (dk-mirror history NAME says when pages were fetched)",
+                rfc3339(mirror.as_of),
+            )
+        elif not allow_fetch and mirror.stats().documents == 0:
             # An agent sees only empty results and NOT_FOUND: say why where a person looks.
             log.warning(
                 "the store holds no documents: searches find nothing and every get is "
@@ -142,6 +156,10 @@ def serve(
                 mirror.store_url,
             )
             log.info("accepting Host names: %s", ", ".join(sorted(options.host_names())))
+        if mirror.as_of is not None:
+            from ..models import rfc3339
+
+            log.info("answering as the store was at %s (read-only history)", rfc3339(mirror.as_of))
     if stdio:
         runner.serve_stdio(server)
     else:

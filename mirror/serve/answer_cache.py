@@ -22,9 +22,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..limits import MAX_NAMES
 from ..models import Document, View
+
+if TYPE_CHECKING:
+    from ..service.documents import Served
 
 # Bytes of documents (and their encoded JSON) kept at most: the ~2,000-page corpus fits twice.
 DEFAULT_MAX_BYTES = 128 << 20
@@ -35,6 +39,7 @@ class _Entry:
     document: Document
     size: int
     encoded: dict[View, bytes] = field(default_factory=dict)  # REST JSON by view
+    served: Served | None = None  # where the copy came from and when (provenance)
 
 
 class AnswerCache:
@@ -87,6 +92,7 @@ class AnswerCache:
         generation: int | None,
         view: View | None = None,
         encoded: Sequence[bytes] = (),
+        served: Sequence[Served] = (),
     ) -> None:
         """Remember `documents` (one per name, in order) as read at `generation`, with their
         JSON in `view` when given; ignored if the store has changed since."""
@@ -103,6 +109,8 @@ class AnswerCache:
                     entry = _Entry(doc, len(doc.content or "") + len(name))
                     self._entries[name] = entry
                     self._bytes += entry.size
+                if i < len(served):
+                    entry.served = served[i]
                 if view is not None and i < len(encoded) and view not in entry.encoded:
                     entry.encoded[view] = encoded[i]
                     entry.size += len(encoded[i])
@@ -110,6 +118,13 @@ class AnswerCache:
             while self._bytes > self.max_bytes and self._entries:
                 _name, oldest = self._entries.popitem(last=False)
                 self._bytes -= oldest.size
+
+    def served(self, names: Sequence[str], generation: int | None) -> list[Served] | None:
+        """Where each kept document for `names` came from, if every one is kept with it."""
+        entries = self._lookup(names, generation)
+        if entries is None or any(e.served is None for e in entries):
+            return None
+        return [e.served for e in entries if e.served is not None]
 
     def _lookup(self, names: Sequence[str], generation: int | None) -> list[_Entry] | None:
         # More than a batch, or none, is an error the store path reports; never a hit.

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import names as naming
-from ..errors import InvalidInput, NotCached
+from ..errors import InvalidInput, NotCached, NotThen
 from .options import ServeOptions
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ def get_documents(mirror: Mirror, options: ServeOptions, names: Sequence[str]) -
         raise InvalidInput("`names` must be a list of document names")
     try:
         return mirror.get_documents(names, options.request_mode)
+    except NotThen:
+        raise  # as of a past time: fetching would not help, and the error says why
     except NotCached as exc:
         raise explain_miss(mirror, options, exc.names, names) from None
 

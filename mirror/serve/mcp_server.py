@@ -14,7 +14,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from .. import __version__
 from ..models import Document
 from ..names import uri_of
-from . import api_errors, calls
+from . import api_errors, calls, provenance
 from .options import ServeOptions
 from .tool_schemas import BY_NAME
 
@@ -39,36 +39,58 @@ def build_server(
     """An MCP server exposing search_documents, get_documents and answer_query over `mirror`
     (get_documents answers from `cache` when it holds the documents for the store as it is)."""
     secret = mirror.settings.api_key
+    as_of = mirror.as_of
 
-    def guarded(work: Callable[[], dict[str, Any]]) -> CallToolResult:
+    def guarded(work: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> CallToolResult:
+        # `work` gives the payload (Google's schema) and its provenance (the result's _meta).
         try:
-            return api_errors.tool_result(work())
+            return api_errors.tool_result(*work())
         except Exception as exc:  # every failure is a tool error the agent can read
             return api_errors.tool_error(api_errors.from_exception(exc, secret=secret))
 
     def search_documents(query: str) -> CallToolResult:
         """Find documentation chunks (Google's search_documents)."""
-        return guarded(lambda: search_payload(calls.search_documents(mirror, options, query)))
+
+        def run() -> tuple[dict[str, Any], dict[str, Any]]:
+            result = calls.search_documents(mirror, options, query)
+            held = mirror.provenance([chunk.parent for chunk in result.page.results])
+            meta = provenance.meta(
+                held, result.as_of, source=result.source, recorded_at=result.recorded_at
+            )
+            return search_payload(result), meta
+
+        return guarded(run)
 
     async def get_documents(names: list[str]) -> CallToolResult:
         """Full documents by name, at most 20 (Google's get_documents)."""
         generation = cache.generation() if cache is not None else None
         kept = cache.documents(names, generation) if cache is not None else None
-        if kept is not None:
-            return guarded(lambda: documents_payload(kept))  # on the event loop: no store read
+        served = cache.served(names, generation) if cache is not None and kept else None
+        if kept is not None and served is not None:
+            payload = documents_payload(kept), provenance.meta(served, as_of)
+            return guarded(lambda: payload)  # on the event loop: no store read
 
-        def read() -> dict[str, Any]:
-            documents = calls.get_documents(mirror, options, names).documents
+        def read() -> tuple[dict[str, Any], dict[str, Any]]:
+            result = calls.get_documents(mirror, options, names)
             if cache is not None:
-                cache.keep(names, documents, generation)
-            return documents_payload(documents)
+                cache.keep(names, result.documents, generation, served=result.served)
+            return documents_payload(result.documents), provenance.meta(result.served, as_of)
 
         # The store read blocks: in the thread pool, as the SDK runs a sync tool.
         return await anyio.to_thread.run_sync(guarded, read)
 
     def answer_query(query: str) -> CallToolResult:
         """A grounded answer with the names of the documents used (Google's answer_query)."""
-        return guarded(lambda: answer_payload(calls.answer_query(mirror, options, query)))
+
+        def run() -> tuple[dict[str, Any], dict[str, Any]]:
+            result = calls.answer_query(mirror, options, query)
+            held = mirror.provenance(result.answer.reference_names)
+            meta = provenance.meta(
+                held, as_of, source=result.source, recorded_at=result.recorded_at
+            )
+            return answer_payload(result), meta
+
+        return guarded(run)
 
     # In the order Google lists them.
     tools = [_tool(search_documents), _tool(answer_query), _tool(get_documents)]

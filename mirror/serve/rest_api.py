@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 
 from ..errors import InvalidInput
 from ..models import Document, View
-from . import api_errors, calls
+from . import api_errors, calls, provenance
 from .options import ServeOptions
 
 if TYPE_CHECKING:
@@ -134,38 +134,47 @@ class _RestApi:
         self.secret = mirror.settings.api_key
         self.cache = cache
 
-    async def _run(self, work: Callable[[], Any]) -> Response:
+    async def _run(self, work: Callable[[], tuple[Any, dict[str, str]]]) -> Response:
         # Mirror calls block (SQLite, upstream HTTP); they run in the thread pool, and so does
-        # encoding their answer.
+        # encoding their answer. `work` returns the answer and its provenance headers.
+        def encoded() -> tuple[bytes, dict[str, str]]:
+            data, headers = work()
+            return encode(data), headers
+
         try:
-            body = await run_in_threadpool(lambda: encode(work()))
+            body, headers = await run_in_threadpool(encoded)
         except Exception as exc:
             return error_response(api_errors.from_exception(exc, secret=self.secret))
-        return Response(body, media_type=JSON_TYPE)
+        return Response(body, headers=headers, media_type=JSON_TYPE)
 
-    async def _documents(self, names: list[str], raw_view: str | None) -> list[bytes] | Response:
-        """Each document's JSON in `raw_view`, in request order, or the error answer.
+    async def _documents(
+        self, names: list[str], raw_view: str | None
+    ) -> tuple[list[bytes], dict[str, str]] | Response:
+        """Each document's JSON in `raw_view`, in request order, with the provenance headers;
+        or the error answer.
 
         From the answer cache, on the event loop, when it has every one for the store as it is
         now; else read in the thread pool (and kept for the next request).
         """
         cache, generation = self.cache, None
+        as_of = self.mirror.as_of
         if cache is not None:
             generation = cache.generation()
             view = _VIEWS.get(raw_view or "DOCUMENT_VIEW_UNSPECIFIED")
             kept = cache.encoded(names, view, generation) if view is not None else None
-            if kept is not None:
-                return kept
+            served = cache.served(names, generation) if kept is not None else None
+            if kept is not None and served is not None:
+                return kept, provenance.document_headers(served, as_of)
 
-        def work() -> list[bytes]:
+        def work() -> tuple[list[bytes], dict[str, str]]:
             view = view_of(raw_view)
             if not names:
                 raise InvalidInput("names is required: give at least one document name")
             result = calls.get_documents(self.mirror, self.options, names)
             encoded = [encode(in_view(doc, view)) for doc in result.documents]
             if cache is not None:
-                cache.keep(names, result.documents, generation, view, encoded)
-            return encoded
+                cache.keep(names, result.documents, generation, view, encoded, result.served)
+            return encoded, provenance.document_headers(result.served, as_of)
 
         try:
             return await run_in_threadpool(work)
@@ -175,25 +184,27 @@ class _RestApi:
     async def get(self, request: Request) -> Response:
         """GET /v1/documents/{name=**}."""
         name = "documents/" + request.path_params["name"]
-        encoded = await self._documents([name], request.query_params.get("view"))
-        if isinstance(encoded, Response):
-            return encoded
-        return Response(encoded[0], media_type=JSON_TYPE)
+        found = await self._documents([name], request.query_params.get("view"))
+        if isinstance(found, Response):
+            return found
+        encoded, headers = found
+        return Response(encoded[0], headers=headers, media_type=JSON_TYPE)
 
     async def batch_get(self, request: Request) -> Response:
         """GET /v1/documents:batchGet?names=...&names=...&view=."""
-        encoded = await self._documents(
+        found = await self._documents(
             request.query_params.getlist("names"), request.query_params.get("view")
         )
-        if isinstance(encoded, Response):
-            return encoded
-        return Response(documents_body(encoded), media_type=JSON_TYPE)
+        if isinstance(found, Response):
+            return found
+        encoded, headers = found
+        return Response(documents_body(encoded), headers=headers, media_type=JSON_TYPE)
 
     async def search(self, request: Request) -> Response:
         """GET /v1/documents:searchDocumentChunks."""
         params = request.query_params
 
-        def work() -> dict[str, Any]:
+        def work() -> tuple[dict[str, Any], dict[str, str]]:
             result = calls.search_documents(
                 self.mirror,
                 self.options,
@@ -202,7 +213,8 @@ class _RestApi:
                 page_token=params.get("pageToken") or None,
                 filter=params.get("filter") or None,
             )
-            return result.page.to_api()
+            headers = provenance.page_headers(result.source, result.recorded_at, result.as_of)
+            return result.page.to_api(), headers
 
         return await self._run(work)
 
@@ -210,10 +222,11 @@ class _RestApi:
         """POST /v1:answerQuery with an AnswerQueryRequest body."""
         raw = await request.body()
 
-        def work() -> dict[str, Any]:
+        def work() -> tuple[dict[str, Any], dict[str, str]]:
             query, filter_text = _answer_request(raw)
             result = calls.answer_query(self.mirror, self.options, query, filter=filter_text)
-            return result.answer.to_api()
+            headers = provenance.page_headers(result.source, result.recorded_at, self.mirror.as_of)
+            return result.answer.to_api(), headers
 
         return await self._run(work)
 

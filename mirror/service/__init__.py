@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,7 +83,14 @@ class Mirror:
         reader: bool = False,
         readonly: bool = False,
         read_only_ok: bool = False,
+        as_of: float | None = None,
     ) -> None:
+        # `as_of`: every read answers as the store was at that instant (Unix seconds), from
+        # its kept history; the past is read-only and offline.
+        self.as_of = as_of
+        if as_of is not None:
+            settings = replace(settings, offline=True)
+            readonly = True
         self.settings = settings
         # `read_only_ok`: the caller never writes (a server that does not fetch): a store that
         # exists but cannot be written is then opened read-only rather than refused.
@@ -126,7 +134,13 @@ class Mirror:
 
             self._store = self._open_reader() or self._open_store()
             watch(self._store)  # each write's documents embedded after its commit
-            self._context = Context(self.settings, self._store, self._open_upstream, self.clock)
+            if self.as_of is not None:
+                from ..store.as_of_view import AsOfStore
+
+                self._store = AsOfStore(self._store, self.as_of)
+            self._context = Context(
+                self.settings, self._store, self._open_upstream, self.clock, self.as_of
+            )
         return self._context
 
     def _open_reader(self) -> Reader | None:
@@ -206,8 +220,9 @@ class Mirror:
 
             # A server's worker threads use the store at once: connections for each of them
             # (the full Store: the Reader was dropped above).
-            assert isinstance(ctx.store, Store)
-            ctx.store.size_for(concurrency)
+            store = self._beneath()
+            assert isinstance(store, Store)
+            store.size_for(concurrency)
         if online:
             ctx.upstream()
 
@@ -216,8 +231,16 @@ class Mirror:
         None when the store cannot tell (PostgreSQL, a Reader), so nothing may be cached."""
         from ..store.store import Store
 
-        store = self._ctx().store
+        self._ctx()
+        store = self._beneath()
         return store.generation() if isinstance(store, Store) else None
+
+    def _beneath(self) -> StoreAccess | None:
+        """The store itself, beneath an as-of view when there is one."""
+        from ..store.as_of_view import AsOfStore
+
+        store = self._store
+        return store.store if isinstance(store, AsOfStore) else store
 
     def default_mode(self) -> Mode:
         """The mode the settings imply (offline, max age), for callers that build none."""
@@ -254,6 +277,20 @@ class Mirror:
     ) -> Iterator[Summary]:
         """Cached documents by name; `prefix` may be given in any accepted name form."""
         return documents.list_documents(self._ctx(), prefix, limit)
+
+    def pruned_then(self, prefix: str | None = None) -> list[str]:
+        """As of a past time: the names (under `prefix`) whose version of then was pruned."""
+        if self.as_of is None:
+            return []
+        at = self.as_of
+        return self._ctx().store.as_of(at, prefix=prefix_form(prefix) if prefix else None).pruned
+
+    def provenance(self, names: Sequence[str]) -> list[Served]:
+        """Where the store's copies of `names` came from and when (those it holds, in order):
+        what an agent needs to tell how fresh each page it read is."""
+        from .documents import provenance
+
+        return provenance(self._ctx(), names)
 
     def cached_names(self, names: Sequence[str]) -> frozenset[str]:
         """Which of these canonical names the store holds."""

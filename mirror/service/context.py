@@ -24,6 +24,9 @@ class Context:
     # Called only when a use case decides to go online; refuses in (strict) offline mode.
     upstream: Callable[[], Upstream]
     clock: Callable[[], float]
+    # Unix seconds of an as-of read (`--as-of`): `store` is then the store as it was at that
+    # instant (store/as_of_view.py), and nothing goes upstream.
+    as_of: float | None = None
 
     def default_mode(self) -> Mode:
         """The mode the settings imply, for callers that did not build one."""

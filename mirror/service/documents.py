@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import limits
 from .. import names as naming
-from ..errors import AuthError, NotCached, NotFound, PermissionDenied, UpstreamError
+from ..errors import AuthError, NotCached, NotFound, NotThen, PermissionDenied, UpstreamError
 from ..models import CachedDocument, Document, Source, Summary, rfc3339
 from ..policy import Action, Mode, OnFailure, on_failure, plan
 from .context import Context
@@ -33,13 +33,15 @@ class Served:
     source: Source
     fetched_at: float
     upstream: str
+    update_time: str | None = None  # the document's own updateTime, as this copy has it
 
     def to_json(self) -> dict[str, Any]:
-        """As `get --json` reports it under `_mirror.served`."""
+        """As `get --json` reports it under `_mirror.served` (and MCP under `_meta`)."""
         return {
             "name": self.name,
             "source": str(self.source),
             "fetchedAt": rfc3339(self.fetched_at),
+            "updateTime": self.update_time,
         }
 
 
@@ -56,6 +58,7 @@ class GetResult:
     warnings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     error: NotCached | NotFound | None = None
+    as_of: float | None = None  # an as-of read: the instant the documents are as of
 
     def to_api(self) -> dict[str, Any]:
         """The BatchGetDocumentsResponse JSON upstream would have returned."""
@@ -68,6 +71,7 @@ class GetResult:
             "_mirror": {
                 "served": [s.to_json() for s in self.served],
                 "missing": self.missing,
+                "asOf": rfc3339(self.as_of),
             },
         }
 
@@ -127,6 +131,8 @@ def get_documents(
     `partial`, the others are returned and the missing names and that error are reported.
     """
     limits.check_names(names)
+    if ctx.as_of is not None:
+        mode = Mode(offline=True)  # the past is never fetched, and never "stale"
     wanted = naming.normalize_all(names)
     cached = ctx.store.get_many(wanted)
     decided = plan(wanted, cached, mode, now=ctx.clock())
@@ -135,7 +141,7 @@ def get_documents(
     error: NotCached | NotFound | None = None
     absent = decided.names(Action.NOT_CACHED)
     if absent:
-        error = NotCached(absent)
+        error = NotCached(absent) if ctx.as_of is None else _not_then(ctx, ctx.as_of, absent)
         if not partial:
             raise error
     stale = decided.names(Action.SERVE_STALE)
@@ -154,11 +160,29 @@ def get_documents(
     kept = [n for n in wanted if n not in missing]
     return GetResult(
         documents=[cached[n].document for n in kept],
-        served=[Served(n, sources[n], cached[n].fetched_at, cached[n].upstream) for n in kept],
+        served=[_served(cached[n], sources[n]) for n in kept],
         warnings=warnings,
         missing=error.names if error is not None else [],
         error=error,
+        as_of=ctx.as_of,
     )
+
+
+def provenance(ctx: Context, names: Sequence[str]) -> list[Served]:
+    """Each held copy of `names` (in order, once each): its fetch time, origin, updateTime."""
+    wanted = list(dict.fromkeys(names))
+    held = ctx.store.get_many(wanted) if wanted else {}
+    return [_served(held[n], Source.CACHE) for n in wanted if n in held]
+
+
+def _served(copy: CachedDocument, source: Source) -> Served:
+    return Served(copy.name, source, copy.fetched_at, copy.upstream, copy.document.update_time)
+
+
+def _not_then(ctx: Context, at: float, absent: list[str]) -> NotThen:
+    """The error for names an as-of read lacks: not yet fetched then, or pruned since."""
+    pruned = ctx.store.as_of(at, names=absent).pruned
+    return NotThen(absent, pruned=pruned, when=rfc3339(at) or "")
 
 
 def _fetch_for_get(

@@ -66,16 +66,23 @@ class SearchResult:
     source: Source
     warnings: list[str] = field(default_factory=list)
     recorded_at: float | None = None
+    as_of: float | None = None  # an as-of read: the instant the store was searched as of
 
     def to_api(self) -> dict[str, object]:
         """The SearchDocumentChunksResponse JSON."""
         return self.page.to_api()
 
-    def to_json(self) -> dict[str, object]:
-        """`search --json`: the upstream JSON, plus where it came from under `_mirror`."""
+    def to_json(self, held: Sequence[documents.Served] = ()) -> dict[str, object]:
+        """`search --json`: the upstream JSON, plus where it came from under `_mirror`, with
+        the store's copy of each page hit (`held`: Mirror.provenance)."""
         return {
             **self.page.to_api(),
-            "_mirror": {"source": str(self.source), "recordedAt": rfc3339(self.recorded_at)},
+            "_mirror": {
+                "source": str(self.source),
+                "recordedAt": rfc3339(self.recorded_at),
+                "asOf": rfc3339(self.as_of),
+                "documents": [s.to_json() for s in held],
+            },
         }
 
 
@@ -194,7 +201,7 @@ def replay(ctx: Context, request: SearchRequest) -> SearchResult | None:
 
 
 def _offline(ctx: Context, request: SearchRequest) -> SearchResult:
-    return replay(ctx, request) or SearchResult(_local(ctx, request), Source.LOCAL)
+    return replay(ctx, request) or SearchResult(_local(ctx, request), Source.LOCAL, as_of=ctx.as_of)
 
 
 def lexical_ranking(

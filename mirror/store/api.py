@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..models import (
         Answer,
+        AsOf,
         CachedDocument,
         Document,
         PutReport,
@@ -180,6 +181,20 @@ class StoreReads(Protocol):
 
     def version_document(self, name: str, sha256: str) -> Document | None:
         """`name` as it was with content `sha256`, from its history; None if not kept."""
+        ...
+
+    def as_of(
+        self,
+        at: float,
+        *,
+        names: Sequence[str] | None = None,
+        prefix: str | None = None,
+        data_source: str | None = None,
+        content: bool = False,
+        limit: int | None = None,
+    ) -> AsOf:
+        """Documents as the store held them at `at` (Unix seconds), from the kept history, in
+        name order; and the names whose version of then was pruned."""
         ...
 
     def refresh_stamps(self, prefix: str | None, checked_before: float | None) -> list[Stamp]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import DEFAULT_KEEP_VERSIONS
 from ..models import (
     Answer,
+    AsOf,
     CachedDocument,
     Document,
     PutReport,
@@ -336,6 +337,21 @@ class Reader:
     def versions(self, name: str) -> list[Version]:
         """Every stored version of `name`, newest first (through the full Store)."""
         return self.full().versions(name)
+
+    def as_of(
+        self,
+        at: float,
+        *,
+        names: Sequence[str] | None = None,
+        prefix: str | None = None,
+        data_source: str | None = None,
+        content: bool = False,
+        limit: int | None = None,
+    ) -> AsOf:
+        """Documents as the store held them at `at` (through the full Store)."""
+        return self.full().as_of(
+            at, names=names, prefix=prefix, data_source=data_source, content=content, limit=limit
+        )
 
     def version_document(self, name: str, sha256: str) -> Document | None:
         """`name` as it was with content `sha256` (through the full Store)."""

@@ -18,6 +18,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from ..config import DEFAULT_KEEP_VERSIONS
 from ..errors import SchemaError, StoreError
 from ..models import (
+    AsOf,
     CachedDocument,
     Document,
     PutReport,
@@ -443,6 +444,26 @@ class Store(Searching):
 
         with self.engine.connect() as conn, conn.begin():
             return versions.versions(conn, name)
+
+    def as_of(
+        self,
+        at: float,
+        *,
+        names: Sequence[str] | None = None,
+        prefix: str | None = None,
+        data_source: str | None = None,
+        content: bool = False,
+        limit: int | None = None,
+    ) -> AsOf:
+        """Documents as the store held them at `at` (from the kept history), and the names
+        whose version of then was pruned."""
+        from .tables import asof
+
+        with self.engine.connect() as conn, conn.begin():
+            return asof.read(
+                conn, at, names=names, prefix=prefix, data_source=data_source,
+                content=content, limit=limit,
+            )  # fmt: skip
 
     def version_document(self, name: str, sha256: str) -> Document | None:
         """`name` as it was with content `sha256` (hex), from its history; None if not kept."""

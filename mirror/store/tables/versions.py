@@ -25,7 +25,8 @@ _D = documents.c
 _META = META_COLUMNS
 
 
-def _chunks(names: Sequence[str]) -> Iterable[list[str]]:
+def in_batches(names: Sequence[str]) -> Iterable[list[str]]:
+    """`names` in lists of at most BATCH (one IN list each)."""
     for start in range(0, len(names), BATCH):
         yield list(names[start : start + BATCH])
 
@@ -33,7 +34,7 @@ def _chunks(names: Sequence[str]) -> Iterable[list[str]]:
 def _latest(conn: Connection, names: Sequence[str]) -> dict[str, tuple[int, str]]:
     """name -> (number, sha256) of each name's newest version."""
     found: dict[str, tuple[int, str]] = {}
-    for part in _chunks(names):
+    for part in in_batches(names):
         newest = (
             select(_V.name, func.max(_V.version).label("v"))
             .where(_V.name.in_(part))
@@ -62,7 +63,7 @@ def record(
     incoming = {doc.name: doc for doc in docs}  # the last copy of a name wins, as in the upsert
     names = list(incoming)
     stored: dict[str, str | None] = {}
-    for part in _chunks(names):
+    for part in in_batches(names):
         query = select(_D.name, _D.content_sha256).where(_D.name.in_(part))
         stored.update((name, sha) for name, sha in conn.execute(query))
     hashes = {
@@ -104,7 +105,7 @@ def retire(conn: Connection, names: Sequence[str]) -> None:
     """`names` are about to be deleted: keep their current content in the history, so a lock
     pinning it can still restore it."""
     held: list[str] = []
-    for part in _chunks(names):
+    for part in in_batches(names):
         query = select(_D.name).where(_D.name.in_(part), _D.content_sha256.is_not(None))
         held.extend(conn.execute(query).scalars())
     if held:
@@ -115,7 +116,7 @@ def _archive(conn: Connection, names: list[str], latest: dict[str, tuple[int, st
     """Move the stored content of `names` into version_contents; their newest version takes the
     stored metadata (the latest seen with that content)."""
     contents: dict[str, str] = {}
-    for part in _chunks(names):
+    for part in in_batches(names):
         query = select(_D.name, _D.content, _D.content_sha256, _D.fetched_at, _D.upstream,
                        *(_D[c] for c in _META)).where(_D.name.in_(part))  # fmt: skip
         for row in conn.execute(query).mappings():
@@ -154,7 +155,7 @@ def prune(conn: Connection, keep: int, names: Sequence[str] | None = None) -> in
     if keep < 1:
         raise ValueError(f"keep at least 1 version, not {keep}")
     newest = select(_V.name, func.max(_V.version).label("v")).group_by(_V.name)
-    groups = [newest.where(_V.name.in_(part)) for part in _chunks(names)] if names else [newest]
+    groups = [newest.where(_V.name.in_(part)) for part in in_batches(names)] if names else [newest]
     dropped = 0
     hashes: set[str] = set()
     for group in groups:
@@ -163,7 +164,7 @@ def prune(conn: Connection, keep: int, names: Sequence[str] | None = None) -> in
             doomed = and_(_V.name == name, _V.version <= top - keep)
             hashes.update(conn.execute(select(_V.sha256).where(doomed)).scalars())
             dropped += conn.execute(delete(document_versions).where(doomed)).rowcount or 0
-    for part in _chunks(sorted(hashes)):
+    for part in in_batches(sorted(hashes)):
         used = select(_V.sha256).where(_V.sha256.in_(part))
         conn.execute(
             delete(version_contents).where(
@@ -242,7 +243,7 @@ def stamps(conn: Connection, prefix: str | None, checked_before: float | None) -
 
 def mark_checked(conn: Connection, names: Sequence[str], at: float) -> None:
     """Upstream still has `names` unchanged: their copies count as fetched `at`."""
-    for part in _chunks(names):
+    for part in in_batches(names):
         conn.execute(
             update(documents).where(_D.name.in_(part)).values(fetched_at=at, seen_update_time=None)
         )
@@ -252,7 +253,7 @@ def mark_checked(conn: Connection, names: Sequence[str], at: float) -> None:
 def mark_gone(conn: Connection, names: Sequence[str], at: float) -> None:
     """Upstream no longer has `names`: flag them (keeping when they first went), keep the copy."""
     g = gone_documents.c
-    for part in _chunks(names):
+    for part in in_batches(names):
         known = set(conn.execute(select(g.name).where(g.name.in_(part))).scalars())
         if known:
             conn.execute(
@@ -267,5 +268,5 @@ def mark_gone(conn: Connection, names: Sequence[str], at: float) -> None:
 
 def clear_gone(conn: Connection, names: Sequence[str]) -> None:
     """Upstream has `names` again."""
-    for part in _chunks(names):
+    for part in in_batches(names):
         conn.execute(delete(gone_documents).where(gone_documents.c.name.in_(part)))
