@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..models import Version
     from ..snapshots.diff import Diff
     from ..snapshots.format import Manifest, Snapshot
+    from ..snapshots.lock_report import PageChange
     from ..snapshots.lockcheck import LockDrift
     from ..snapshots.lockfile import LockEntry
     from ..snapshots.read import VerifyReport
@@ -407,6 +408,14 @@ class Mirror:
         from . import ci
 
         return ci.check_lock(requirements, lock_path)
+
+    def lock_page_changes(self, lock_path: Path) -> list[PageChange]:
+        """Pinned pages the store holds in another version than the lock (changed, gone
+        upstream, or new under a locked prefix), from the store alone."""
+        from ..snapshots.lockfile import read_lock_path
+        from . import lock_pages
+
+        return lock_pages.page_changes(self._ctx(), read_lock_path(lock_path))
 
     def sync_locked(self, lock_path: Path, *, source: Path | None = None) -> SyncReport:
         """Make the store hold exactly the locked bytes."""
