@@ -31,6 +31,7 @@ from .documents import (
 from .imports import ImportFileReport
 
 if TYPE_CHECKING:
+    from ..changes.events import ChangeEvent, ChangeFilter
     from ..models import Version
     from ..snapshots.diff import Diff
     from ..snapshots.format import Manifest, Snapshot
@@ -300,6 +301,12 @@ class Mirror:
         from . import history
 
         return history.diff(self._ctx(), name, old, new)
+
+    def changes(self, wanted: ChangeFilter | None = None) -> list[ChangeEvent]:
+        """The change log's events `wanted` selects (default: the newest 100), newest first."""
+        from ..changes.events import ChangeFilter
+
+        return self._ctx().store.changes(wanted or ChangeFilter())
 
     def prune_history(self, *, keep: int | None = None, name: str | None = None) -> int:
         """Drop all but the newest `keep` versions (default DK_MIRROR_KEEP_VERSIONS) of a

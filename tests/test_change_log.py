@@ -1,0 +1,93 @@
+"""The change log: every write that changes what the store holds appends exactly one event,
+in the write's transaction, on SQLite and PostgreSQL; read newest first through filters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from mirror.changes.events import ChangeFilter
+from mirror.errors import InvalidInput
+from mirror.models import Document, content_sha256
+from mirror.store.store import Store
+
+pytestmark = pytest.mark.both_backends
+
+A, B, C = (f"documents/developer.chrome.com/docs/{p}" for p in ("a", "b", "c"))
+OTHER = "documents/web.dev/articles/x"
+
+
+def doc(name: str, content: str | None, update_time: str | None = None) -> Document:
+    return Document(name, f"https://{name[10:]}", content, title=name.rsplit("/", 1)[-1],
+                    update_time=update_time)  # fmt: skip
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    opened = Store.open(db_url)
+    yield opened
+    opened.close()
+
+
+def test_each_write_path_appends_one_event_per_change(store: Store) -> None:
+    store.put([doc(A, "# A\n\none", "2026-01-01T00:00:00Z"), doc(B, "# B")], fetched_at=10,
+              upstream="test")  # fmt: skip
+    # The same content again (a refetch that found nothing new) appends nothing.
+    store.put([doc(A, "# A\n\none", "2026-01-01T00:00:00Z")], fetched_at=11, upstream="test")
+    store.put_stream(iter([doc(A, "# A\n\ntwo", "2026-02-01T00:00:00Z"), doc(C, "c")]),
+                     fetched_at=20, upstream="import f")  # fmt: skip
+    store.apply_stream(iter([B, doc(OTHER, "x")]), fetched_at=30, upstream="snapshot s")
+    events = store.changes(ChangeFilter())
+    assert [(e.name, e.kind, e.observed_at) for e in events] == [
+        (B, "removed", 30), (OTHER, "added", 30),  # a stream's removals come last
+        (C, "added", 20), (A, "changed", 20),
+        (B, "added", 10), (A, "added", 10),
+    ]  # fmt: skip
+    ids = [e.id for e in events]
+    assert ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids)
+    change = events[3]
+    assert (change.old_sha256, change.new_sha256) == (
+        content_sha256("# A\n\none"), content_sha256("# A\n\ntwo"))  # fmt: skip
+    assert (change.old_update_time, change.new_update_time) == (
+        "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z")  # fmt: skip
+    assert change.classes == ("text",) and change.summary == "text changed"
+    removed = events[0]
+    assert removed.old_sha256 == content_sha256("# B") and removed.new_sha256 is None
+
+
+def test_filters_select_newest_first(store: Store) -> None:
+    store.put([doc(A, "a"), doc(OTHER, "o")], fetched_at=100, upstream="test")
+    store.put([doc(A, "a\n\n## New heading\n\nmore")], fetched_at=200, upstream="test")
+    store.put([doc(B, "b")], fetched_at=300, upstream="test")
+    everything = store.changes(ChangeFilter())
+    newest = everything[0].id
+    assert [e.name for e in store.changes(ChangeFilter(limit=1))] == [B]
+    assert [e.name for e in store.changes(ChangeFilter(since=200))] == [B, A]
+    assert [e.id for e in store.changes(ChangeFilter(since_id=newest - 1))] == [newest]
+    assert [e.id for e in store.changes(ChangeFilter(before_id=newest, limit=1))] == [newest - 1]
+    chrome = ChangeFilter(prefix="documents/developer.chrome.com/")
+    assert {e.name for e in store.changes(chrome)} == {A, B}
+    assert [e.kind for e in store.changes(ChangeFilter(kind="changed"))] == ["changed"]
+    structure = store.changes(ChangeFilter(kind="structure"))
+    assert [(e.name, e.classes) for e in structure] == [(A, ("structure", "text"))]
+    lock = store.changes(ChangeFilter(names=frozenset({OTHER, C})))
+    assert [(e.name, e.kind) for e in lock] == [(OTHER, "added")]
+
+
+def test_a_failed_write_leaves_no_event(store: Store) -> None:
+    store.put([doc(A, "one")], fetched_at=1, upstream="test")
+
+    def broken() -> Iterator[Document]:
+        yield doc(A, "two")
+        yield doc(B, "b")
+        raise RuntimeError("bad line")
+
+    with pytest.raises(RuntimeError):
+        store.put_stream(broken(), fetched_at=2, upstream="import f")
+    assert [(e.name, e.kind) for e in store.changes(ChangeFilter())] == [(A, "added")]
+
+
+def test_an_unknown_kind_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="unknown change kind 'renamed'"):
+        ChangeFilter(kind="renamed")
