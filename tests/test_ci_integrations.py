@@ -211,7 +211,7 @@ def test_the_action_writes_what_changed_per_page_to_the_job_summary(
     )
     (row,) = [ln for ln in job.summary.splitlines() if ln.startswith("| changed |")]
     assert "(https://developer.chrome.com/docs/extensions/mv3/a11y)" in row
-    assert "+4 / -0 lines<br>new section: Deprecated APIs" in row
+    assert "+4 / -0 lines<br>deprecation notice added<br>new section: Deprecated APIs" in row
     assert f"`dk-mirror diff {A11Y} --from " in row
 
 

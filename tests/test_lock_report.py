@@ -56,6 +56,7 @@ def test_the_summary_names_each_changed_gone_and_new_page_and_its_diff_command(
     docs = _sample()
     a11y = docs[A11Y]
     changed = a11y["content"] + "\n## Deprecated | use <b>chrome.scripting</b>\n\nMoved.\n"
+    assert "deprecat" not in a11y["content"].lower()
     with Emulator(docs.values(), api_key="test-key") as upstream:
         upstream.put({**a11y, "content": changed})
         upstream.remove(INTRO)
@@ -74,7 +75,7 @@ def test_the_summary_names_each_changed_gone_and_new_page_and_its_diff_command(
     rows = [line for line in text.splitlines() if line.startswith("| ") and "](" in line]
     assert [row.split(" | ")[0] for row in rows] == ["| changed", "| removed", "| added"]
     link = "[developer.chrome.com/docs/extensions/mv3/a11y](https://developer.chrome.com/docs/extensions/mv3/a11y)"
-    assert link in rows[0] and "+4 / -0 lines" in rows[0]
+    assert link in rows[0] and "+4 / -0 lines<br>deprecation notice added<br>" in rows[0]
     # The heading's `|` cannot split the row, its HTML is text; the table keeps 4 columns.
     assert "new section: Deprecated \\| use &lt;b&gt;chrome.scripting&lt;/b&gt;" in rows[0]
     assert all(len(re.findall(r"(?<!\\)\|", row)) == 5 for row in rows)
@@ -113,8 +114,10 @@ def test_the_diff_summary_counts_lines_and_names_sections_but_not_code_comments(
     assert diff_summary(old, new) == (
         "+4 / -4 lines", "new section: Quotas", "section removed: Setup")  # fmt: skip
     assert diff_summary(old, old) == ("same text; only metadata changed",)
+    assert diff_summary(old, new, ["deprecation notice added"])[:2] == (
+        "+4 / -4 lines", "deprecation notice added")  # fmt: skip
     many = old + "".join(f"\n## Part {i}\n" for i in range(10))
-    assert diff_summary(old, many)[-1] == "and 8 more section changes"
+    assert diff_summary(old, many)[-1] == "and 7 more changes"
 
 
 def test_markdown_escapes_what_came_from_documents() -> None:

@@ -5,6 +5,7 @@ prefix. Local only: a CI job syncs the lock, refreshes, then asks this.
 
 from __future__ import annotations
 
+from ..changes.classify import classify
 from ..errors import InvalidInput
 from ..snapshots import lockfile
 from ..snapshots.lock_report import PageChange, diff_summary
@@ -52,7 +53,8 @@ def _changed(
         why = ("the locked version is no longer kept here, so no diff",)
         return PageChange(entry.name, "changed", entry.update_time, update, why)
     command = f"dk-mirror diff {entry.name} --from {locked_hex[:12]}"
-    summary = diff_summary(before.content, content)
+    signals = classify(before.content, content).signals
+    summary = diff_summary(before.content, content, signals)
     return PageChange(entry.name, "changed", entry.update_time, update, summary, command)
 
 

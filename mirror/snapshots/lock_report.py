@@ -23,7 +23,7 @@ Kind = Literal["added", "changed", "removed"]
 # Under GitHub's 65,536-character limit for a comment, leaving room for a heading of the caller's.
 MAX_CHARS = 60_000
 # Summary lines per page: the table stays readable; the command in the row shows the rest.
-MAX_LINES = 4
+MAX_LINES = 5
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 # Characters Markdown or HTML would read as syntax inside a table cell.
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -53,9 +53,10 @@ def _headings(text: str) -> list[str]:
     return out
 
 
-def diff_summary(old: str, new: str) -> tuple[str, ...]:
+def diff_summary(old: str, new: str, signals: Sequence[str] = ()) -> tuple[str, ...]:
     """Short lines saying what changed from `old` to `new` Markdown: lines added and removed,
-    then headings that appeared or went (the structure a reader notices first)."""
+    the `signals` a reader must not miss (the change classifier's: a deprecation notice, a
+    changed limit), then headings that appeared or went."""
     added = removed = 0
     for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0):
         if line.startswith("+") and not line.startswith("+++"):
@@ -64,13 +65,13 @@ def diff_summary(old: str, new: str) -> tuple[str, ...]:
             removed += 1
     if not (added or removed):
         return ("same text; only metadata changed",)
-    lines = [f"+{added} / -{removed} lines"]
+    lines = [f"+{added} / -{removed} lines", *signals]
     was, now = _headings(old), _headings(new)
     lines += [f"new section: {h}" for h in now if h not in was]
     lines += [f"section removed: {h}" for h in was if h not in now]
     if len(lines) > MAX_LINES:
         more = len(lines) - MAX_LINES + 1
-        lines = [*lines[: MAX_LINES - 1], f"and {more} more section changes"]
+        lines = [*lines[: MAX_LINES - 1], f"and {more} more changes"]
     return tuple(lines)
 
 
