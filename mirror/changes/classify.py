@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 from .events import CODE, COSMETIC, SIGNAL, STRUCTURE, TEXT
 from .markdown import Notice, Parts, Table, parse
@@ -21,7 +22,7 @@ from .markdown import Notice, Parts, Table, parse
 # A table is about limits when its heading, the paragraph before it or its header says so.
 _LIMITS = re.compile(
     r"\b(limits?|quotas?|pricing|prices?|costs?|maximum|minimum|max|min|rates?|thresholds?"
-    r"|per (?:second|minute|hour|day|month|request|project|user)|requests?)\b",
+    r"|per (?:second|minute|hour|day|month|request|project|user))\b",
     re.I,
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -29,7 +30,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # Android API levels. The CSS/JS `v8` engine is not a version of an API.
 _VERSION = re.compile(
     r"(?<![\w.-])(v\d+(?:\.\d+)?(?:p\d+)?(?:alpha|beta)?\d*)(?![\w-])"
-    r"|\b(manifest_version\W{1,4}\d+)"
+    r"|\b(manifest_version)\W{1,4}(\d+)"
     r"|\b(API level \d+)",
     re.I,
 )
@@ -52,7 +53,12 @@ class Verdict:
 def classify(old: str, new: str) -> Verdict:
     """The verdict on a change of a page's Markdown from `old` to `new`."""
     before, after = parse(old), parse(new)
-    signals = [*_notices(before, after), *_limits(before, after), *_versions(old, new)]
+    signals = [
+        *_notices(before, after),
+        *_limits(before, after),
+        *_limits_in_prose(before, after),
+        *_versions(old, new),
+    ]
     details: list[str] = []
     classes: list[str] = []
     if signals:
@@ -120,19 +126,15 @@ def _notices(before: Parts, after: Parts) -> list[str]:
     return out
 
 
-def _limit_rows(parts: Parts) -> dict[tuple[str, str, str], tuple[str, ...]]:
-    """(table context, row key, column) -> the numbers in that cell, for limits tables."""
-    found: dict[tuple[str, str, str], tuple[str, ...]] = {}
+def _limit_rows(parts: Parts) -> dict[tuple[str, str], dict[str, str]]:
+    """(heading, row key) -> {column: cell} for the rows of limits tables that hold numbers."""
+    found: dict[tuple[str, str], dict[str, str]] = {}
     for table in parts.tables:
         if not _is_limits(table):
             continue
         for row in table.rows:
-            if not row:
-                continue
-            for column, cell in zip(table.header[1:], row[1:], strict=False):
-                numbers = tuple(_NUMBER.findall(cell))
-                if numbers:
-                    found[(table.heading, row[0], column)] = numbers
+            if row and any(_NUMBER.search(cell) for cell in row[1:]):
+                found[(table.heading, row[0])] = dict(zip(table.header[1:], row[1:], strict=False))
     return found
 
 
@@ -141,20 +143,44 @@ def _is_limits(table: Table) -> bool:
 
 
 def _limits(before: Parts, after: Parts) -> list[str]:
+    """One signal per row of a limits table whose numbers changed."""
     old, new = _limit_rows(before), _limit_rows(after)
     out = []
-    for key in old.keys() & new.keys():
-        if old[key] != new[key]:
-            _, row, column = key
-            was, now = " ".join(old[key]), " ".join(new[key])
-            out.append(f"limit changed: {row} {column} {was} -> {now}")
-    return sorted(out)
+    for key in sorted(old.keys() & new.keys()):
+        was, now = old[key], new[key]
+        moved = [
+            f"{column} {was[column]} -> {now[column]}"
+            for column in was
+            if column in now and _NUMBER.findall(was[column]) != _NUMBER.findall(now[column])
+        ]
+        if moved:
+            out.append(f"limit changed: {key[1]}: {'; '.join(moved)}")
+    return out
+
+
+def _limits_in_prose(before: Parts, after: Parts) -> list[str]:
+    """A paragraph about limits whose words stayed and whose numbers changed."""
+    out = []
+    matcher = SequenceMatcher(None, before.paragraphs, after.paragraphs, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace":
+            continue
+        for was, now in zip(before.paragraphs[i1:i2], after.paragraphs[j1:j2], strict=False):
+            if not _LIMITS.search(was) or _NUMBER.sub("#", was) != _NUMBER.sub("#", now):
+                continue
+            old, new = _NUMBER.findall(was), _NUMBER.findall(now)
+            changed = [(a, b) for a, b in zip(old, new, strict=True) if a != b]
+            words = _LIMITS.search(was)
+            assert words is not None
+            out.append(f"limit changed: {words.group(0)} "
+                       + ", ".join(f"{a} -> {b}" for a, b in changed))  # fmt: skip
+    return out
 
 
 def _version_strings(text: str) -> Counter[str]:
     found: Counter[str] = Counter()
     for match in _VERSION.finditer(text):
-        token = next(g for g in match.groups() if g)
+        token = " ".join(g for g in match.groups() if g)
         if token.lower() not in _NOT_VERSIONS:
             found[" ".join(token.split())] += 1
     return found

@@ -6,6 +6,7 @@ The store appends events (mirror/store/tables/changes.py) and reads them back th
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,16 @@ class ChangeEvent:
             return "changed (not classified: recorded before the change log began)"
         return "changed: " + ", ".join(self.classes)
 
+    def diff_command(self) -> str:
+        """The command that shows this change: its diff, or the document's history."""
+        name = shlex.quote(self.name)
+        if self.kind != CHANGED or self.new_sha256 is None:
+            return f"dk-mirror history {name}"
+        # 12 hex digits name one version of one document for any practical history.
+        if self.old_sha256 is None:  # its predecessor was pruned before the log began
+            return f"dk-mirror diff {name} --to {self.new_sha256[:12]}"
+        return f"dk-mirror diff {name} --from {self.old_sha256[:12]} --to {self.new_sha256[:12]}"
+
     def to_json(self) -> dict[str, Any]:
         """As `changes --json`, the JSON feed and the MCP tool print it."""
         return {
@@ -70,6 +81,7 @@ class ChangeEvent:
             "summary": self.headline(),
             "old": _side(self.old_sha256, self.old_update_time),
             "new": _side(self.new_sha256, self.new_update_time),
+            "diffCommand": self.diff_command(),
         }
 
 

@@ -22,6 +22,8 @@ _REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+")
 _AUTOLINK = re.compile(r"<(?:https?|mailto):[^>\s]+>")
 _HREF = re.compile(r"""\b(href|src)=("[^"]*"|'[^']*')""")
 _SPACE = re.compile(r"\s+")
+# Attribute lists (`## Name {: #name }`, `[link](x){:.external}`): anchors and styling.
+_ATTRIBUTES = re.compile(r"\{:[^}]*\}")
 # Notice blocks: Google's sites write them as template tags, HTML asides or GitHub alerts.
 _ASIDE_TAG = re.compile(r"\{%\s*Aside\s*(?:'(\w+)'|\"(\w+)\")?\s*%\}", re.I)
 _ASIDE_END = re.compile(r"\{%\s*endAside\s*%\}", re.I)
@@ -37,6 +39,7 @@ def normal(text: str) -> str:
     text = _REF_LINK.sub(r"\1", text)
     text = _AUTOLINK.sub("<link>", text)
     text = _HREF.sub(r"\1", text)
+    text = _ATTRIBUTES.sub("", text)
     return _SPACE.sub(" ", text).strip()
 
 

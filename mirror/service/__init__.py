@@ -308,6 +308,25 @@ class Mirror:
 
         return self._ctx().store.changes(wanted or ChangeFilter())
 
+    def list_changes(
+        self,
+        *,
+        since: str | None = None,
+        prefix: str | None = None,
+        lock: Path | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before_id: int | None = None,
+    ) -> list[ChangeEvent]:
+        """What changed, newest first: `since` a duration (7d), an event id or a date; under
+        `prefix`; of a lock file's documents; of a kind or class; at most `limit`."""
+        from . import changes
+
+        return changes.list_changes(
+            self._ctx(), since=since, prefix=prefix, lock=lock, kind=kind, limit=limit,
+            before_id=before_id,
+        )  # fmt: skip
+
     def prune_history(self, *, keep: int | None = None, name: str | None = None) -> int:
         """Drop all but the newest `keep` versions (default DK_MIRROR_KEEP_VERSIONS) of a
         document, or of every document; returns how many versions went."""
