@@ -91,3 +91,21 @@ def test_a_failed_write_leaves_no_event(store: Store) -> None:
 def test_an_unknown_kind_is_refused() -> None:
     with pytest.raises(InvalidInput, match="unknown change kind 'renamed'"):
         ChangeFilter(kind="renamed")
+
+
+def test_dense_and_sparse_ranges_answer_alike(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mirror.store.tables import changes
+
+    for step in range(6):
+        store.put([doc(A, f"a{step}"), doc(B, f"b{step}"), doc(OTHER, f"o{step}")],
+                  fetched_at=100 + step, upstream="test")  # fmt: skip
+    filters = [ChangeFilter(prefix="documents/developer.chrome.com/", limit=5),
+               ChangeFilter(since=103, limit=4),
+               ChangeFilter(prefix=A, since=102, kind="changed")]  # fmt: skip
+    sparse = [store.changes(f) for f in filters]  # fewer than DENSE matches: via the index
+    monkeypatch.setattr(changes, "DENSE", 2)  # now every range is dense: the key is walked
+    assert [store.changes(f) for f in filters] == sparse
+    assert [e.name for e in sparse[0]] == [B, A, B, A, B]
+    assert [e.observed_at for e in sparse[2]] == [105, 104, 103, 102]

@@ -70,8 +70,12 @@ def build_server(
         """A grounded answer with the names of the documents used (Google's answer_query)."""
         return guarded(lambda: answer_payload(calls.answer_query(mirror, options, query)))
 
-    # In the order Google lists them.
+    # In the order Google lists them; anything more only when asked for (--extra-tools).
     tools = [_tool(search_documents), _tool(answer_query), _tool(get_documents)]
+    if options.extra_tools:
+        from .extra_tools import extra_tools
+
+        tools += extra_tools(mirror, guarded)
     return MCPServer(
         "dk-mirror",
         version=__version__,

@@ -317,15 +317,24 @@ class Mirror:
         kind: str | None = None,
         limit: int = 100,
         before_id: int | None = None,
+        names: frozenset[str] | None = None,
     ) -> list[ChangeEvent]:
         """What changed, newest first: `since` a duration (7d), an event id or a date; under
-        `prefix`; of a lock file's documents; of a kind or class; at most `limit`."""
+        `prefix`; of a lock file's documents (or of `names`); of a kind or class; at most
+        `limit`."""
         from . import changes
 
         return changes.list_changes(
             self._ctx(), since=since, prefix=prefix, lock=lock, kind=kind, limit=limit,
-            before_id=before_id,
+            before_id=before_id, names=names,
         )  # fmt: skip
+
+    @staticmethod
+    def feed_lock(path: Path) -> tuple[str, frozenset[str]]:
+        """A lock file's feed id (`?lock=` of the change feeds) and the names it pins."""
+        from . import changes
+
+        return changes.lock_id(path), changes.lock_names(path)
 
     def prune_history(self, *, keep: int | None = None, name: str | None = None) -> int:
         """Drop all but the newest `keep` versions (default DK_MIRROR_KEEP_VERSIONS) of a

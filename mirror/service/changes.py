@@ -29,17 +29,18 @@ def list_changes(
     kind: str | None = None,
     limit: int = 100,
     before_id: int | None = None,
+    names: frozenset[str] | None = None,
 ) -> list[ChangeEvent]:
     """Events newest first: `since` a duration, id or date; under `prefix` (any name form);
-    of the documents `lock` pins; of a `kind` (added, changed, removed) or class (signal,
-    structure, code, text, cosmetic); at most `limit`; before `before_id` (the next page)."""
+    of the documents `lock` pins (or of `names`); of a `kind` (added, changed, removed) or
+    class (signal, structure, code, text, cosmetic); at most `limit`; before `before_id`."""
     start = parse_since(since, ctx.clock()) if since else None
     wanted = ChangeFilter(
         since_id=start.after_id if start else None,
         since=start.at if start else None,
         prefix=prefix_form(prefix) if prefix else None,
         kind=kind,
-        names=lock_names(lock) if lock is not None else None,
+        names=lock_names(lock) if lock is not None else names,
         before_id=before_id,
         limit=limit,
     )
