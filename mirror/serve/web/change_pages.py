@@ -14,6 +14,7 @@ from starlette.responses import HTMLResponse
 
 from ... import names as naming
 from ...changes.events import CLASSES, KINDS, ChangeFilter
+from ...changes.feed import diff_path
 from ...errors import InvalidInput
 from ...models import Summary
 from . import diff_view, freshness, timeline
@@ -81,7 +82,7 @@ def changes_page(mirror: Mirror, prefix: str, kind: str, days_text: str | None) 
     events = mirror.changes(wanted)
     chart = timeline.timeline(events, now, days)
     entries = [
-        {"event": e, "url": timeline.entry_url(e), "short": timeline.short(e.name),
+        {"event": e, "url": diff_path(e), "short": timeline.short(e.name),
          "section": timeline.section_of(e.name)}
         for e in events[:LISTED]
     ]  # fmt: skip

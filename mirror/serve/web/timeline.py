@@ -34,18 +34,9 @@ def short(name: str) -> str:
     return name.removeprefix(naming.PREFIX)
 
 
-def history_url(name: str, old: str | None = None, new: str | None = None) -> str:
-    """The history page of `name`, showing the diff from version hash `old` to `new`."""
-    base = "/history/" + quote(short(name), safe="/-._~")
-    given = {k: v[:12] for k, v in (("from", old), ("to", new)) if v}
-    return base + ("?" + urlencode(given) if given else "")
-
-
-def entry_url(event: ChangeEvent) -> str:
-    """What an entry opens: a change's diff, else the document's history."""
-    if event.kind == CHANGED:
-        return history_url(event.name, event.old_sha256, event.new_sha256)
-    return history_url(event.name)
+def history_url(name: str) -> str:
+    """The history page of `name` (the feeds' `diff_path` gives a change's diff there)."""
+    return "/history/" + quote(short(name), safe="/-._~")
 
 
 def tone(events: Sequence[ChangeEvent]) -> str:
