@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ...service import Mirror
 
 # The timeline reads at most this many events (newest first) and lists the newest LISTED.
-MAX_EVENTS = 2000
+MAX_EVENTS = 10_000
 LISTED = 200
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
