@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 
 from mirror.changes.events import ChangeEvent
 from mirror.config import Settings
+from mirror.models import Document
 from mirror.records import read_sample
 from mirror.serve.web import diff_view, freshness, timeline
 from mirror.service import Mirror
@@ -59,7 +60,9 @@ def test_history_escapes_what_the_diff_shows(changed: TestClient) -> None:
     assert "<script>" not in page and "+&lt;script&gt;alert(&#34;diff&#34;)&lt;/script&gt;" in page
 
 
-def test_history_of_one_version_bad_versions_and_unknown_pages(changed: TestClient) -> None:
+def test_history_of_one_version_bad_versions_and_unknown_pages(
+    changed: TestClient, web_mirror: Mirror
+) -> None:
     single = changed.get(f"/history/{CHROME[10:]}/mv3/intro")
     assert single.status_code == 200 and "Only one version is kept so far" in single.text
     bad = changed.get(A11Y_URL, params={"from": "9"})
@@ -67,6 +70,18 @@ def test_history_of_one_version_bad_versions_and_unknown_pages(changed: TestClie
     assert "kept versions: 2, 1" in bad.text
     unknown = changed.get("/history/developer.chrome.com/docs/extensions/mv3/nothing")
     assert unknown.status_code == 404 and "dk-mirror fetch" in unknown.text
+    # A name known from search results only has content in no version: no history either.
+    from tests.conftest import open_store
+
+    store = open_store(web_mirror)
+    try:
+        seen = Document(name="documents/web.dev/articles/seen-in-search", title="Seen")
+        store.recordings.note_metadata([seen], at=NOW, upstream="test")
+    finally:
+        store.close()
+    metadata_only = changed.get("/history/web.dev/articles/seen-in-search")
+    assert metadata_only.status_code == 404
+    assert "dk-mirror fetch documents/web.dev/articles/seen-in-search" in metadata_only.text
     # The document page links to its history.
     doc = changed.get(f"/doc/{A11Y[10:]}").text
     assert f'href="{A11Y_URL}"' in doc

@@ -16,7 +16,7 @@ from ... import names as naming
 from ...changes.events import CLASSES, KINDS, ChangeFilter
 from ...changes.feed import diff_path
 from ...errors import InvalidInput
-from ...models import Summary
+from ...models import Summary, Version
 from . import diff_view, freshness, timeline
 from .pages import page
 from .views import DAY
@@ -31,10 +31,12 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 366
 
 
-def history_page(mirror: Mirror, name: str, old: str | None, new: str | None) -> HTMLResponse:
-    """The kept versions of `name` and the diff from `old` to `new` (default: the version
+def history_page(
+    mirror: Mirror, versions: list[Version], old: str | None, new: str | None
+) -> HTMLResponse:
+    """A document's kept `versions` and the diff from `old` to `new` (default: the version
     before the current one, to the current one)."""
-    versions = mirror.history(name)
+    name = versions[0].name
     diff = None
     if old or new or len(versions) > 1:
         diff = mirror.diff_versions(name, old=old, new=new)

@@ -233,11 +233,13 @@ class _Pages:
             name = naming.normalize(raw)
         except InvalidInput as exc:
             return self._not_found(request, raw, exc.message)
-        if not self.mirror.cached_names([name]):
+        try:
+            versions = self.mirror.history(name)
+        except InvalidInput:  # not in the store, or known from search results only
             return self._not_found(request, name, None)
         query = request.query_params
         return change_pages.history_page(
-            self.mirror, name, query.get("from") or None, query.get("to") or None
+            self.mirror, versions, query.get("from") or None, query.get("to") or None
         )
 
     @_errors
