@@ -109,3 +109,43 @@ def test_dense_and_sparse_ranges_answer_alike(
     assert [store.changes(f) for f in filters] == sparse
     assert [e.name for e in sparse[0]] == [B, A, B, A, B]
     assert [e.observed_at for e in sparse[2]] == [105, 104, 103, 102]
+
+
+def test_an_upgraded_store_starts_its_log_from_the_kept_versions(
+    db_url: str, request: pytest.FixtureRequest
+) -> None:
+    from sqlalchemy import text
+
+    from mirror.store.db import engine as engines
+    from mirror.store.db.migrate import upgrade
+
+    if db_url.startswith("postgresql"):  # the fixture's database is migrated already
+        server = request.getfixturevalue("postgres_server")
+        db_url = server.fresh_database(migrated=False)
+        request.addfinalizer(lambda: server.drop_database(db_url))
+    old = engines.create(db_url)
+    upgrade(old, "0013")
+    columns = "(name, version, sha256, update_time, fetched_at, upstream)"
+    with old.begin() as conn:
+        conn.execute(
+            text(f"INSERT INTO document_versions {columns} VALUES (:n, :v, :s, :u, :f, 'old')"),
+            [{"n": A, "v": 1, "s": "a" * 64, "u": "2026-01-01T00:00:00Z", "f": 5.0},
+             {"n": A, "v": 2, "s": "b" * 64, "u": "2026-02-01T00:00:00Z", "f": 9.0},
+             {"n": B, "v": 3, "s": "c" * 64, "u": None, "f": 7.0}],  # 1 and 2 pruned
+        )  # fmt: skip
+    old.dispose()
+    store = Store.open(db_url)
+    try:
+        seeded = store.changes(ChangeFilter())
+        assert [(e.name, e.kind, e.observed_at, e.old_sha256, e.new_sha256) for e in seeded] == [
+            (A, "changed", 9.0, "a" * 64, "b" * 64),
+            (B, "changed", 7.0, None, "c" * 64),  # its predecessor was pruned before the log
+            (A, "added", 5.0, None, "a" * 64),
+        ]
+        assert seeded[0].old_update_time == "2026-01-01T00:00:00Z"
+        assert seeded[0].classes is None and "not classified" in seeded[0].headline()
+        assert seeded[1].diff_command() == f"dk-mirror diff {B} --to {'c' * 12}"
+        store.put([doc(C, "c")], fetched_at=20, upstream="test")
+        assert store.changes(ChangeFilter(limit=1))[0].id > seeded[0].id
+    finally:
+        store.close()

@@ -4,7 +4,6 @@ nor a change without its event."""
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import sqlite3
@@ -13,12 +12,13 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.emulator import Emulator, Fault
-from tests.test_crawl_kill import HOST, _batch_names, _interruptible, _linked
+
+# `env`: a user's environment for `upstream` (this module's), a fresh store, pacing lifted.
+from tests.test_crawl_kill import HOST, _batch_names, _interruptible, _linked, env  # noqa: F401
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -37,32 +37,21 @@ def upstream() -> Iterator[Emulator]:
         yield running
 
 
-@pytest.fixture
-def env(tmp_path: Path, upstream: Emulator) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DK_MIRROR_DB": str(tmp_path / "store.sqlite3"),
-        "DK_MIRROR_UPSTREAM": upstream.base_url,
-        "DEVELOPER_KNOWLEDGE_API_KEY": upstream.api_key or "",
-        "DK_MIRROR_GET_PER_MINUTE": "1000000",
-    }
-
-
-def _run(env: dict[str, str], command: list[str]) -> subprocess.Popen[str]:
+def _run(environ: dict[str, str], command: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "mirror", *command], env=env, stdout=subprocess.PIPE,
+        [sys.executable, "-m", "mirror", *command], env=environ, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible,
     )  # fmt: skip
 
 
-def _kill_during(upstream: Emulator, env: dict[str, str], command: list[str], kills: int,
+def _kill_during(upstream: Emulator, environ: dict[str, str], command: list[str], kills: int,
                  rng: random.Random) -> int:  # fmt: skip
     """Start `command` and SIGKILL it after a few more batch fetches, `kills` times; returns
     the kills that landed (a run may finish first). The log is checked after each one."""
     landed = 0
     for _ in range(kills):
         before = len(_batch_names(upstream))
-        proc = _run(env, command)
+        proc = _run(environ, command)
         deadline = time.monotonic() + 60
         while len(_batch_names(upstream)) < before + rng.randint(1, 6) and proc.poll() is None:
             assert time.monotonic() < deadline, "no progress"
@@ -74,7 +63,7 @@ def _kill_during(upstream: Emulator, env: dict[str, str], command: list[str], ki
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         landed += 1
-        _check_log(env["DK_MIRROR_DB"])
+        _check_log(environ["DK_MIRROR_DB"])
     return landed
 
 
@@ -104,7 +93,8 @@ def _check_log(db: str) -> Counter[str]:
 
 
 def test_crawl_and_refresh_killed_keep_one_event_per_change(
-    upstream: Emulator, env: dict[str, str]
+    upstream: Emulator,
+    env: dict[str, str],  # noqa: F811  (the fixture imported above)
 ) -> None:
     rng = random.Random(31)
     assert _kill_during(upstream, env, CRAWL, 4, rng) == 4
