@@ -114,6 +114,7 @@ def test_the_action_syncs_from_the_cache_and_matches_the_readme_commands(
     out1 = run_action(job1, action, inputs)
     assert out1["cache-hit"] == "false" and out1["snapshot"] == "docs.snap"
     assert job1.env["DK_MIRROR_DB"] == out1["db"] and Path(out1["db"]).is_file()
+    assert job1.summary == "" and out1["changed"] == ""  # report-changes is off by default
     assert f"{len(LOCKED)} locked: 0 already exact, {len(LOCKED)} written" in "".join(job1.log)
     # A later step of the user's job reads the pinned bytes through DK_MIRROR_DB.
     job1.run_script(f"dk-mirror get --strict-offline {A11Y} > a11y.md\n", {}, None)
