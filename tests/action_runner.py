@@ -1,7 +1,7 @@
 """Runs a composite GitHub Action's steps locally, in order, the way the runner does.
 
 `run:` steps run in bash (`bash --noprofile --norc -eo pipefail`, GitHub's `shell: bash`) with
-the step's `env:`, the GITHUB_ENV / GITHUB_OUTPUT / GITHUB_PATH files and `${{ }}` expressions
+the step's `env:`, the GITHUB_ENV / GITHUB_OUTPUT / GITHUB_PATH / GITHUB_STEP_SUMMARY files and `${{ }}` expressions
 evaluated. `uses:` steps are replaced by what they do here: `actions/setup-python` puts a
 Python on PATH (a venv over this interpreter: the registry is not reachable from a test) and
 `actions/cache` restores a directory keyed by the evaluated key, saving it after the job on a
@@ -48,6 +48,8 @@ class Job:
     path: list[str] = field(default_factory=list)
     post: list[Callable[[], None]] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
+    # The job summary: what steps appended to their GITHUB_STEP_SUMMARY file, in order.
+    summary: str = ""
 
     def evaluate(self, expr: str) -> str:
         """The value of one expression (the subset actions use here)."""
@@ -76,7 +78,7 @@ class Job:
     def run_script(self, script: str, step_env: dict[str, str], step_id: str | None) -> None:
         """A `run:` step in bash, reading back the files it writes."""
         files = {k: self.temp / f"{k.lower()}-{len(self.log)}" for k in
-                 ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH")}  # fmt: skip
+                 ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STEP_SUMMARY")}  # fmt: skip
         for f in files.values():
             f.write_text("")
         env = {**self.base_env, **self.env, **{k: str(v) for k, v in files.items()}}
@@ -93,6 +95,7 @@ class Job:
         self.log.append(done.stdout + done.stderr)
         if done.returncode != 0:
             raise StepFailed(done.returncode, done.stdout, done.stderr)
+        self.summary += files["GITHUB_STEP_SUMMARY"].read_text()
         self.env.update(_key_values(files["GITHUB_ENV"].read_text()))
         self.path[:0] = [p for p in files["GITHUB_PATH"].read_text().splitlines() if p]
         if step_id:

@@ -233,3 +233,14 @@ def _records(path: Path) -> dict[str, str]:
         rows = [json.loads(line) for line in lines if line.strip()]
     docs = [r["document"] for r in rows if "document" in r]
     return {d["name"]: d["content"] for d in docs}
+
+
+def test_the_change_log_as_of_a_date_ends_then(drill: Drill) -> None:
+    """`changes --as-of`, the feeds and list_changes under `serve --as-of` read the log as it
+    stood then: the refresh at T2 had not happened at BETWEEN."""
+    with drill.mirror() as now, drill.mirror(BETWEEN) as past:
+        everything, then = now.changes(), past.changes()
+    changed_later = [e for e in everything if e.name == drill.changed and e.kind == "changed"]
+    assert changed_later and all(e.observed_at >= T2 for e in changed_later)
+    assert then and all(e.observed_at <= BETWEEN for e in then)
+    assert {e.id for e in then} == {e.id for e in everything if e.observed_at <= BETWEEN}

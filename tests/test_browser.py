@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,16 +60,24 @@ def store_path(tmp_path: Path) -> Path:
     """A store with the sample, fetched over the last few months (for the status chart)."""
     path = tmp_path / "browser.sqlite3"
     now = time.time()
-    ages = [0.1, 3, 12, 45, 200]
     with Mirror(Settings(db_url=f"sqlite:///{path}")) as mirror:
         for i, doc in enumerate(read_sample()):
-            seed(mirror, [doc], fetched_at=now - ages[i % len(ages)] * DAY, upstream="sample")
+            seed(mirror, [doc], fetched_at=now - _sample_age(i) * DAY, upstream="sample")
     return path
+
+
+def _sample_age(index: int) -> float:
+    """Days since the sample document at `index` was fetched in the browser's store."""
+    return (0.1, 3, 12, 45, 200)[index % 5]
 
 
 @pytest.fixture
 def server(store_path: Path) -> Iterator[str]:
     """`dk-mirror serve` on 127.0.0.1, any free port; yields its base URL."""
+    yield from _serve(store_path)
+
+
+def _serve(store_path: Path) -> Iterator[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "mirror", "serve", "--db", str(store_path), "--port", "0"],
         stdin=subprocess.DEVNULL,
@@ -237,3 +246,74 @@ def test_walk_home_document_link_search_result(
     away = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
     assert not away, f"requests left 127.0.0.1: {away}"
     assert any(url.endswith("/static/style.css") for url in requests)
+
+
+@pytest.fixture
+def changed_store_path(store_path: Path) -> Path:
+    """The same store after refreshes over the last weeks: a few pages changed, one with a
+    deprecation notice (a signal), so the change log has a timeline to draw."""
+    now = time.time()
+    # Pages fetched 45 or 200 days ago, each changed since (the newest change first below).
+    old = [d for i, d in enumerate(read_sample()) if _sample_age(i) > 30]
+    chrome = [d for d in old if "developer.chrome.com" in d.name]
+    tensorflow = next(d for d in old if "tensorflow" in d.name)
+    edits = [
+        (chrome[0], 1, "\n## Deprecated APIs\n\nThe `chrome.tts` voices API is deprecated.\n"),
+        (chrome[1], 4, "\nA new paragraph.\n"),
+        (chrome[2], 9, "\n## Keeping it alive\n\nMore text.\n"),
+        (tensorflow, 15, "\nCache more.\n"),
+        (tensorflow, 2, "\nCache less.\n"),
+    ]
+    with Mirror(Settings(db_url=f"sqlite:///{store_path}")) as mirror:
+        for doc, days_ago, extra in sorted(edits, key=lambda e: -e[1]):
+            changed = replace(doc, content=(doc.content or "") + extra).with_derived_fields()
+            seed(mirror, [changed], fetched_at=now - days_ago * DAY)
+    return store_path
+
+
+@pytest.fixture
+def changed_server(changed_store_path: Path) -> Iterator[str]:
+    """`dk-mirror serve` on the store with changes."""
+    yield from _serve(changed_store_path)
+
+
+def test_changes_timeline_opens_a_diff_and_status_says_a_refresh_is_due(
+    changed_server: str, browser_page: tuple[Any, list[str], list[str]]
+) -> None:
+    page, requests, console_errors = browser_page
+    expect = playwright_api.expect
+
+    page.goto(changed_server + "/changes")
+    chart = page.locator("svg.timeline")
+    expect(chart).to_be_visible()
+    expect(chart).to_contain_text("developer.chrome.com/docs/extensions")
+    assert chart.locator("circle.tone-signal").count() == 1  # the deprecation, a day ago
+    assert chart.locator("circle.tone-changed").count() >= 3
+    _shot(page, "09-changes")
+
+    # The deprecation is listed first among the changes, marked, and opens its diff.
+    signal = page.locator("ol.changes li.signal").first
+    expect(signal).to_contain_text("deprecation notice added")
+    signal.locator("a.what").click()
+    expect(page.locator("h1")).to_have_text("History")
+    expect(page.locator("table.diff tr.add").first).to_be_visible()
+    expect(page.locator("table.diff")).to_contain_text("The `chrome.tts` voices API is deprecated.")
+    assert page.locator("table.versions tbody tr").count() == 2
+    _shot(page, "10-history-diff")
+
+    # A section's dot narrows the page to that section.
+    page.goto(changed_server + "/changes")
+    chart.locator("a", has=page.locator("circle")).last.click()
+    page.wait_for_url(re.compile(r"/changes\?prefix="))
+    assert page.locator("ol.changes li").count() >= 1
+
+    page.goto(changed_server + "/status")
+    fresh = page.locator("svg.freshness-chart")
+    expect(fresh).to_be_visible()
+    expect(page.locator("p.verdict.due")).to_contain_text("dk-mirror refresh --older-than 7d")
+    assert fresh.locator("g.row.due").count() == 2  # both sources hold copies 12-200 days old
+    expect(fresh).to_contain_text("refresh due after 7d")
+    _shot(page, "11-status-freshness")
+    assert not console_errors, console_errors
+    away = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
+    assert not away, f"requests left 127.0.0.1: {away}"

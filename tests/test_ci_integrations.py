@@ -114,7 +114,8 @@ def test_the_action_syncs_from_the_cache_and_matches_the_readme_commands(
     out1 = run_action(job1, action, inputs)
     assert out1["cache-hit"] == "false" and out1["snapshot"] == "docs.snap"
     assert job1.env["DK_MIRROR_DB"] == out1["db"] and Path(out1["db"]).is_file()
-    assert f"{len(LOCKED)} locked: 0 already exact, {len(LOCKED)} written" in job1.log[-1]
+    assert job1.summary == "" and out1["changed"] == ""  # report-changes is off by default
+    assert f"{len(LOCKED)} locked: 0 already exact, {len(LOCKED)} written" in "".join(job1.log)
     # A later step of the user's job reads the pinned bytes through DK_MIRROR_DB.
     job1.run_script(f"dk-mirror get --strict-offline {A11Y} > a11y.md\n", {}, None)
     assert (ws1 / "a11y.md").read_text().startswith("#") and (ws1 / "a11y.md").stat().st_size > 1000
@@ -189,6 +190,30 @@ def test_online_fill_then_the_readme_drift_job_fails_when_a_pinned_doc_changes(
         with pytest.raises(StepFailed) as changed:
             job.run_script(check["run"], env, None)
         assert changed.value.code == 1 and f"changed upstream  {A11Y}" in changed.value.stdout
+
+
+@pytest.mark.slow
+def test_the_action_writes_what_changed_per_page_to_the_job_summary(
+    tmp_path: Path, pinned: PinnedRepo, action_checkout: Path
+) -> None:
+    docs = {d["name"]: d for d in _sample()}
+    edited = docs[A11Y]["content"] + "\n## Deprecated APIs\n\nUse chrome.scripting.\n"
+    with Emulator(docs.values(), api_key="test-key") as upstream:
+        upstream.put({**docs[A11Y], "content": edited})
+        ws = _checkout(pinned, tmp_path / "ws", snapshot=True)
+        job = _job(tmp_path, action_checkout, ws, tmp_path / "cache")
+        job.base_env.update(DK_MIRROR_UPSTREAM=upstream.base_url,
+                            DEVELOPER_KNOWLEDGE_API_KEY="test-key")  # fmt: skip
+        # Strictly offline sync from the committed snapshot, then the online report.
+        out = run_action(job, load(ACTION), {"report-changes": "true"})
+    assert out["changed"] == "true" and Path(out["changes"]).read_text() == job.summary
+    assert job.summary.startswith(
+        "### dk-mirror: Pinned docs differ from `dk-mirror.lock`: 1 changed."
+    )
+    (row,) = [ln for ln in job.summary.splitlines() if ln.startswith("| changed |")]
+    assert "(https://developer.chrome.com/docs/extensions/mv3/a11y)" in row
+    assert "+4 / -0 lines<br>deprecation notice added<br>new section: Deprecated APIs" in row
+    assert f"`dk-mirror diff {A11Y} --from " in row
 
 
 # --- the files parse and name only what exists ----------------------------------------------
@@ -299,15 +324,21 @@ def _gitlab_project(action_checkout: Path, server: Path, project: str, ref: str)
         subprocess.run([*git, *args], check=True, capture_output=True)
 
 
-def _gitlab_before_script(inputs: dict[str, str]) -> tuple[dict[str, Any], str]:
-    """The hidden job with `inputs` filled in as GitLab does (defaults for the rest)."""
+def _gitlab_jobs(inputs: dict[str, str]) -> dict[str, Any]:
+    """The template's jobs with `inputs` filled in as GitLab does (defaults for the rest)."""
     text = GITLAB.read_text(encoding="utf-8")
     header, _ = yaml.safe_load_all(text)
     values = {k: str(v.get("default", "")).lower() if v.get("type") == "boolean"
               else str(v.get("default", "")) for k, v in header["spec"]["inputs"].items()}  # fmt: skip
     values.update(inputs)
     filled = re.sub(r"\$\[\[\s*inputs\.([\w-]+)\s*\]\]", lambda m: values[m[1]], text)
-    docs = list(yaml.safe_load_all(filled))[1][".dk-mirror-docs"]
+    jobs: dict[str, Any] = list(yaml.safe_load_all(filled))[1]
+    return jobs
+
+
+def _gitlab_before_script(inputs: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """The hidden job with `inputs` filled in as GitLab does (defaults for the rest)."""
+    docs = _gitlab_jobs(inputs)[".dk-mirror-docs"]
     return docs, "set -e\n" + "\n".join(docs["before_script"])
 
 
@@ -338,6 +369,27 @@ def test_gitlab_job_installs_dk_mirror_from_its_own_project_and_syncs_strictly_o
     assert f"{len(LOCKED)} locked: 0 already exact, {len(LOCKED)} written" in done.stderr
     assert (ws / "a11y.md").stat().st_size > 1000
     assert Path(env["DK_MIRROR_DB"]).is_file()
+
+    # The scheduled drift job on that store: a pinned page changed upstream, so it fails and
+    # leaves the per-page report where its artifact is collected.
+    drift = _gitlab_jobs(inputs)["dk-mirror-drift"]
+    assert drift["artifacts"]["when"] == "always" and drift["artifacts"]["expose_as"]
+    docs_by_name = {d["name"]: d for d in _sample()}
+    with Emulator(docs_by_name.values(), api_key="test-key") as upstream:
+        edited = docs_by_name[A11Y]["content"] + "\n## Quotas\n\n10 calls a minute.\n"
+        upstream.put({**docs_by_name[A11Y], "content": edited})
+        online = {**env, "DK_MIRROR_UPSTREAM": upstream.base_url,
+                  "DEVELOPER_KNOWLEDGE_API_KEY": "test-key"}  # fmt: skip
+        ran = subprocess.run(["sh", "-c", "set -e\n" + "\n".join(drift["script"])], cwd=ws,
+                             env=online, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert ran.returncode == 1, ran.stderr
+    (report,) = drift["artifacts"]["paths"]
+    text = (ws / report).read_text()
+    assert text.startswith("### dk-mirror: Pinned docs differ from `dk-mirror.lock`: 1 changed.")
+    assert (
+        "new section: Quotas" in text
+        and "(https://developer.chrome.com/docs/extensions/mv3/a11y)" in text
+    )
 
     # Neither `install` nor the project and ref: one error saying which inputs to set.
     docs, script = _gitlab_before_script({})

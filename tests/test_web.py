@@ -128,6 +128,8 @@ PAGES = [
     f"/doc/{HOSTILE[10:]}",
     "/search?q=service+worker",
     "/status",
+    "/changes",
+    f"/history/{CHROME[10:]}/mv3/a11y",
 ]
 
 

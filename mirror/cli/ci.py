@@ -197,14 +197,33 @@ def check(ctx: click.Context, file: Path, max_age: float | None, as_json: bool) 
     help="Write nothing; exit 1 naming each difference if the lock no longer matches the "
     "requirements (no store, no network).",
 )  # fmt: skip
+@click.option(
+    "--format", "form", type=click.Choice(["text", "json", "markdown"]), default=None,
+    help="With --check: `markdown` also compares the lock with the store (synced, then "
+    "refreshed) and prints what changed per page, fit for a pull-request comment.",
+)  # fmt: skip
 @json_option
 @global_options
 @click.pass_context
-def lock(ctx: click.Context, requirements: Path, output: Path, check: bool, as_json: bool) -> None:
+def lock(
+    ctx: click.Context,
+    requirements: Path,
+    output: Path,
+    check: bool,
+    form: str | None,
+    as_json: bool,
+) -> None:
     """Resolve the docs a project needs (names, prefixes, searches) into a lock file to commit."""
+    if form is not None and not check:
+        raise click.UsageError("--format goes with --check (a lock is always written as text)")
+    if as_json and form not in (None, "json"):
+        raise click.UsageError(f"--json and --format {form} ask for two formats; give one")
     _need_requirements(requirements)
+    if check and form == "markdown":
+        _lock_changes(ctx, requirements, output)
+        return
     if check:
-        _check_lock(ctx, requirements, output, as_json)
+        _check_lock(ctx, requirements, output, as_json or form == "json")
         return
     entries = open_mirror(ctx).lock(requirements, output)
     if as_json:
@@ -243,6 +262,21 @@ def _check_lock(ctx: click.Context, requirements: Path, lock_file: Path, as_json
         ctx.exit(1)
     if not as_json:
         click.echo(f"{lock_file} matches {requirements}", err=True)
+
+
+def _lock_changes(ctx: click.Context, requirements: Path, lock_file: Path) -> None:
+    """The pull-request summary: the store's pages against the lock, and the drift."""
+    from ..snapshots.lock_report import markdown
+
+    drift = Mirror.check_lock(requirements, lock_file)
+    pages = open_mirror(ctx, readonly=True).lock_page_changes(lock_file)
+    click.echo(markdown(pages, drift, lock_name=lock_file.name,
+                        requirements_name=requirements.name), nl=False)  # fmt: skip
+    if pages or not drift.ok:
+        click.echo(f"{len(pages)} pinned page(s) differ from {lock_file}"
+                   + ("" if drift.ok else f", and it does not match {requirements}"), err=True)  # fmt: skip
+        ctx.exit(1)
+    click.echo(f"{lock_file} matches the store and {requirements}", err=True)
 
 
 @click.command()

@@ -1,8 +1,9 @@
-"""Commands about keeping documents current and their past: refresh, history, diff."""
+"""Commands about keeping documents current and their past: refresh, history, diff, changes."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -167,3 +168,49 @@ def diff(ctx: click.Context, name: str, old: str | None, new: str | None, as_jso
     # Piped, the diff goes out as it is; on a terminal control characters are escaped.
     text = render.clean(result.text, multiline=True) if sys.stdout.isatty() else result.text
     click.echo(text, nl=False)
+
+
+@click.command()
+@click.option("--since", metavar="7d|ID|DATE", help="Only changes since this long ago (7d, 12h), "
+              "after this event id, or since this date (2026-11-30, or an RFC 3339 time).")  # fmt: skip
+@click.option("--prefix", help="Only names starting with this (any name form).")
+@click.option("--lock", "lock", type=click.Path(dir_okay=False, path_type=Path),
+              help="Only the documents this lock file pins.")  # fmt: skip
+@click.option("--kind", "kind", metavar="K", help="added, changed or removed; or what a change "
+              "touched: signal, structure, code, text, cosmetic.")  # fmt: skip
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
+              help="At most this many changes.")  # fmt: skip
+@json_option
+@global_options
+@click.pass_context
+def changes(
+    ctx: click.Context,
+    since: str | None,
+    prefix: str | None,
+    lock: Path | None,
+    kind: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List what changed in the store, newest first, each with the command showing its diff.
+
+    Every fetch, crawl, refresh, import, snapshot import, sync and removal that changes a
+    document's content is recorded when it is written; a change is classified as signal
+    (a deprecation, caution or warning notice, a limit, an API version), structure, code,
+    text or cosmetic.
+    """
+    mirror = open_mirror(ctx, readonly=True)
+    found = mirror.list_changes(since=since, prefix=prefix, lock=lock, kind=kind, limit=limit)
+    if as_json:
+        click.echo(render.to_json({"changes": [event.to_json() for event in found]}))
+        return
+    if not found:
+        click.echo("no changes recorded that match (the log records every write since the "
+                   "store was created or upgraded)", err=True)  # fmt: skip
+        return
+    for event in found:
+        when = (rfc3339(event.observed_at) or "")[:16].replace("T", " ")
+        click.echo(render.clean(f"#{event.id}  {when}Z  {event.kind:<7}  {event.name}  "
+                                f"{event.headline() if event.kind == 'changed' else ''}"
+                                ).rstrip())  # fmt: skip
+        click.echo(f"    {render.clean(event.diff_command())}")

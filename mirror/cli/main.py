@@ -61,6 +61,11 @@ LAZY = {
         "answer",
         "Answer a question (upstream AnswerQuery: 50/day; offline: recorded or extractive).",
     ),
+    "changes": Lazy(
+        "history",
+        "changes",
+        "List what changed in the store, newest first, each with the command showing its diff.",
+    ),
     "crawl": Lazy(
         "crawl",
         "crawl",

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 import click
 
@@ -66,6 +67,20 @@ log = logging.getLogger("mirror.serve")
     help="Also accept this Host name (e.g. the machine's DNS name); repeatable.",
 )
 @as_of_option
+@click.option(
+    "--feed-lock",
+    "feed_locks",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Let the change feeds narrow to this lock file's pages (?lock=ID; the log prints "
+    "the ID); repeatable.",
+)
+@click.option(
+    "--extra-tools",
+    is_flag=True,
+    help="Offer MCP tools beyond Google's three (list_changes).",
+)
 @global_options
 @click.pass_context
 def serve(
@@ -78,6 +93,8 @@ def serve(
     create: bool,
     token: str | None,
     allow_hosts: tuple[str, ...],
+    feed_locks: tuple[Path, ...],
+    extra_tools: bool,
 ) -> None:
     """Serve the mirror: MCP at /mcp, REST at /v1/, the docs browser at /.
 
@@ -110,8 +127,13 @@ def serve(
             port=port,
             token=token or None,
             allowed_hosts=allow_hosts,
+            feed_locks=tuple(mirror.feed_lock(path) for path in feed_locks),
+            extra_tools=extra_tools,
         )
         _configure_logging()
+        for path, (lock_id, names) in zip(feed_locks, options.feed_locks, strict=True):
+            log.info("feeds of %s (%d pages): /feeds/changes.atom?lock=%s", path, len(names),
+                     lock_id)  # fmt: skip
         from ..serve import app, runner
         from ..serve.mcp_server import build_server
 

@@ -1,4 +1,5 @@
-"""One Starlette app on one port: MCP at /mcp, REST under /v1/ and /v1alpha/, the browser at /."""
+"""One Starlette app on one port: MCP at /mcp, REST under /v1/ and /v1alpha/, change feeds
+under /feeds/, the browser at /."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 
 from .answer_cache import AnswerCache
 from .body_limit import BodyLimit
+from .feeds import feed_routes
 from .mcp_replay import McpReplay
 from .mcp_server import build_server
 from .options import ServeOptions
@@ -50,6 +52,7 @@ def build_app(mirror: Mirror, options: ServeOptions, *, replay: bool = True) -> 
     routes: list[BaseRoute] = [
         *mcp_routes(mcp_http.routes, cache if replay else None),
         *rest_routes(mirror, options, cache),
+        *feed_routes(mirror, options),
         *browser_routes(mirror, options),
     ]
 

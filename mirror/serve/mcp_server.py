@@ -92,8 +92,12 @@ def build_server(
 
         return guarded(run)
 
-    # In the order Google lists them.
+    # In the order Google lists them; anything more only when asked for (--extra-tools).
     tools = [_tool(search_documents), _tool(answer_query), _tool(get_documents)]
+    if options.extra_tools:
+        from .extra_tools import extra_tools
+
+        tools += extra_tools(mirror, guarded)
     return MCPServer(
         "dk-mirror",
         version=__version__,

@@ -68,6 +68,10 @@ class ServeOptions:
     token: str | None = field(default=None, repr=False)
     # Extra Host header names to accept (a DNS name for this machine, a proxy's name).
     allowed_hosts: tuple[str, ...] = ()
+    # Lock files the change feeds can narrow to (`?lock=ID`): (id, the names it pins).
+    feed_locks: tuple[tuple[str, frozenset[str]], ...] = ()
+    # MCP tools beyond Google's three (list_changes); off, the server lists exactly Google's.
+    extra_tools: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

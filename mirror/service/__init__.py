@@ -32,9 +32,11 @@ from .documents import (
 from .imports import ImportFileReport
 
 if TYPE_CHECKING:
+    from ..changes.events import ChangeEvent, ChangeFilter
     from ..models import Version
     from ..snapshots.diff import Diff
     from ..snapshots.format import Manifest, Snapshot
+    from ..snapshots.lock_report import PageChange
     from ..snapshots.lockcheck import LockDrift
     from ..snapshots.lockfile import LockEntry
     from ..snapshots.read import VerifyReport
@@ -337,6 +339,40 @@ class Mirror:
 
         return history.diff(self._ctx(), name, old, new)
 
+    def changes(self, wanted: ChangeFilter | None = None) -> list[ChangeEvent]:
+        """The change log's events `wanted` selects (default: the newest 100), newest first."""
+        from ..changes.events import ChangeFilter
+
+        return self._ctx().store.changes(wanted or ChangeFilter())
+
+    def list_changes(
+        self,
+        *,
+        since: str | None = None,
+        prefix: str | None = None,
+        lock: Path | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before_id: int | None = None,
+        names: frozenset[str] | None = None,
+    ) -> list[ChangeEvent]:
+        """What changed, newest first: `since` a duration (7d), an event id or a date; under
+        `prefix`; of a lock file's documents (or of `names`); of a kind or class; at most
+        `limit`."""
+        from . import changes
+
+        return changes.list_changes(
+            self._ctx(), since=since, prefix=prefix, lock=lock, kind=kind, limit=limit,
+            before_id=before_id, names=names,
+        )  # fmt: skip
+
+    @staticmethod
+    def feed_lock(path: Path) -> tuple[str, frozenset[str]]:
+        """A lock file's feed id (`?lock=` of the change feeds) and the names it pins."""
+        from . import changes
+
+        return changes.lock_id(path), changes.lock_names(path)
+
     def prune_history(self, *, keep: int | None = None, name: str | None = None) -> int:
         """Drop all but the newest `keep` versions (default DK_MIRROR_KEEP_VERSIONS) of a
         document, or of every document; returns how many versions went."""
@@ -444,6 +480,14 @@ class Mirror:
         from . import ci
 
         return ci.check_lock(requirements, lock_path)
+
+    def lock_page_changes(self, lock_path: Path) -> list[PageChange]:
+        """Pinned pages the store holds in another version than the lock (changed, gone
+        upstream, or new under a locked prefix), from the store alone."""
+        from ..snapshots.lockfile import read_lock_path
+        from . import lock_pages
+
+        return lock_pages.page_changes(self._ctx(), read_lock_path(lock_path))
 
     def sync_locked(self, lock_path: Path, *, source: Path | None = None) -> SyncReport:
         """Make the store hold exactly the locked bytes."""

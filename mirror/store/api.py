@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..changes.events import ChangeEvent, ChangeFilter
     from ..models import (
         Answer,
         AsOf,
@@ -199,6 +200,10 @@ class StoreReads(Protocol):
 
     def refresh_stamps(self, prefix: str | None, checked_before: float | None) -> list[Stamp]:
         """Documents with content (under `prefix`) last checked before `checked_before`."""
+        ...
+
+    def changes(self, wanted: ChangeFilter) -> list[ChangeEvent]:
+        """The change log's events `wanted` selects, newest first."""
         ...
 
 

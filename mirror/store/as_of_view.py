@@ -21,7 +21,9 @@ neither is used as of a past time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import InvalidInput
@@ -30,6 +32,7 @@ from ..search import lexical
 from .textindex.ranking import LONG_QUERY, DocumentHit, LocalHit, grouped
 
 if TYPE_CHECKING:
+    from ..changes.events import ChangeEvent, ChangeFilter
     from ..models import Answer, PutReport, SearchPage, Stamp, StoreFacts, Version
     from ..search.filters import Node
     from .api import StoreAccess
@@ -96,6 +99,13 @@ class AsOfStore:
             min(at, self.at), names=names, prefix=prefix, data_source=data_source,
             content=content, limit=limit,
         )  # fmt: skip
+
+    def changes(self, wanted: ChangeFilter) -> list[ChangeEvent]:
+        """The change log as it stood at this view's instant: later events had not happened."""
+        until = math.nextafter(self.at, math.inf)  # events observed at the instant count
+        if wanted.until is not None:
+            until = min(until, wanted.until)
+        return self.store.changes(replace(wanted, until=until))
 
     def get_many(self, names: Sequence[str]) -> dict[str, CachedDocument]:
         """The copies of `names` the store held then (pruned and later ones absent)."""

@@ -36,6 +36,7 @@ from .db import compression, sql
 from .db.rows import cached_document
 
 if TYPE_CHECKING:
+    from ..changes.events import ChangeEvent, ChangeFilter
     from ..search.filters import Node
     from .store import Store
     from .tables.buckets import Buckets
@@ -364,6 +365,10 @@ class Reader:
     def refresh_stamps(self, prefix: str | None, checked_before: float | None) -> list[Stamp]:
         """Documents a refresh asks about (through the full Store)."""
         return self.full().refresh_stamps(prefix, checked_before)
+
+    def changes(self, wanted: ChangeFilter) -> list[ChangeEvent]:
+        """The change log's events `wanted` selects (through the full Store)."""
+        return self.full().changes(wanted)
 
     def mark_checked(self, names: Sequence[str], at: float) -> None:
         """Count unchanged copies as fetched `at` (through the full Store)."""

@@ -39,6 +39,7 @@ from .write.prepared import PREPARED_AHEAD, PUT_BATCH, PUT_BATCH_CHARS, Prepared
 from .write.prepared import batches as in_batches
 
 if TYPE_CHECKING:
+    from ..changes.events import ChangeEvent, ChangeFilter
     from ..search.filters import Node
     from .tables.buckets import Buckets
     from .tables.crawls import Crawls
@@ -53,6 +54,7 @@ from .schema.tables import SCHEMA_REVISION, documents
 from .schema import counts as _counts, crawl as _crawl  # noqa: F401  isort: skip
 from .schema import embeddings as _embeddings, index as _index  # noqa: F401  isort: skip
 from .schema import recordings as _recordings, versions as _versions  # noqa: F401  isort: skip
+from .schema import changes as _changes  # noqa: F401  isort: skip
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
 # Pooled connections beyond a server's worker threads: a writer's, and the event loop's.
@@ -352,16 +354,18 @@ class Store(Searching):
         self, conn: Connection, batch: Prepared, indexing: Indexing | None = None
     ) -> list[str]:
         # Imported here: cold `dk-mirror get --offline` pays for every import.
-        from .tables import vectors, versions
+        from .tables import changes, vectors, versions
 
-        # Same transaction: documents, their history and their search index commit or roll
-        # back together. A copy without content is "changed" too: its old chunks must go.
+        # Same transaction: documents, their history, change log and search index commit or
+        # roll back together. A copy without content is "changed" too: its old chunks must go.
         # `indexing`: a bulk write's hold on the index, else the index as any write keeps it.
         index = indexing or self.text
         docs = batch.docs
         # Before anything of them is read: another writer of the same pages waits its turn.
         turns.take_pages(conn, (doc.name for doc in docs))
         changed = index.changed(conn, docs, batch.hashes)
+        # Before the upsert: the log compares with (and classifies against) the stored copy.
+        changes.record(conn, docs, batch.hashes, batch.fetched_at)
         versions.record(
             conn, docs, batch.fetched_at, batch.upstream, self.keep_versions, batch.hashes
         )
@@ -471,6 +475,13 @@ class Store(Searching):
 
         with self.engine.connect() as conn, conn.begin():
             return versions.version_document(conn, name, sha256)
+
+    def changes(self, wanted: ChangeFilter) -> list[ChangeEvent]:
+        """The change log's events `wanted` selects, newest first."""
+        from .tables import changes
+
+        with self.engine.connect() as conn:
+            return changes.read(conn, wanted)
 
     def prune_versions(self, keep: int, names: Sequence[str] | None = None) -> int:
         """Keep the newest `keep` versions of each document (of `names`); returns how many

@@ -11,6 +11,7 @@ from starlette.responses import HTMLResponse
 
 from ...render.units import size
 from .links import doc_path, is_web_url
+from .timeline import history_url
 from .views import ago, browse_path, when
 
 HERE = Path(__file__).resolve().parent
@@ -30,7 +31,8 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-NAV = (("home", "/", "Home"), ("browse", "/browse/", "Browse"), ("search", "/search", "Search"))
+NAV = (("home", "/", "Home"), ("browse", "/browse/", "Browse"), ("search", "/search", "Search"),
+       ("changes", "/changes", "Changes"))  # fmt: skip
 NAV_STATUS = ("status", "/status", "Status")
 
 
@@ -44,7 +46,8 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=when, size=size, doc_path=doc_path, browse_path=browse_path)
+    env.filters.update(when=when, size=size, doc_path=doc_path, browse_path=browse_path,
+                       history_url=history_url)  # fmt: skip
     # `is web_url`: a document's own fields (its `uri`) are data, and become a link only when
     # they are http(s); a `javascript:` uri is shown as text.
     env.tests.update(web_url=is_web_url)

@@ -24,6 +24,7 @@ from ...errors import IndexRebuilding, InvalidInput, MirrorError, NotCached, Not
 from ...policy import Mode
 from ...search.snippets import plain_text
 from ..api_errors import served, status_of
+from . import change_pages
 from . import links as web_links
 from . import markdown_html as web_markdown
 from . import sanitize as web_sanitize
@@ -51,7 +52,8 @@ class WebOptions:
 
 
 def web_routes(mirror: Mirror, options: WebOptions) -> list[BaseRoute]:
-    """The browser's routes: /, /browse/, /doc/{name}, /search, /status and /static."""
+    """The browser's routes: /, /browse/, /doc/{name}, /history/{name}, /search, /changes,
+    /status and /static."""
     pages = _Pages(mirror, options)
     return [
         Route("/", pages.home, methods=["GET", "HEAD"], name="web_home"),
@@ -60,6 +62,8 @@ def web_routes(mirror: Mirror, options: WebOptions) -> list[BaseRoute]:
         Route("/doc/{name:path}", pages.document, methods=["GET", "HEAD"], name="web_doc"),
         Route("/search", pages.search, methods=["GET", "HEAD"], name="web_search"),
         Route("/status", pages.status, methods=["GET", "HEAD"], name="web_status"),
+        Route("/history/{name:path}", pages.history, methods=["GET", "HEAD"], name="web_history"),
+        Route("/changes", pages.changes, methods=["GET", "HEAD"], name="web_changes"),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="web_static"),
     ]
 
@@ -223,10 +227,35 @@ class _Pages:
         )
 
     @_errors
+    def history(self, request: Request) -> Response:
+        raw = str(request.path_params.get("name", ""))
+        try:
+            name = naming.normalize(raw)
+        except InvalidInput as exc:
+            return self._not_found(request, raw, exc.message)
+        try:
+            versions = self.mirror.history(name)
+        except InvalidInput:  # not in the store, or known from search results only
+            return self._not_found(request, name, None)
+        query = request.query_params
+        return change_pages.history_page(
+            self.mirror, versions, query.get("from") or None, query.get("to") or None
+        )
+
+    @_errors
+    def changes(self, request: Request) -> Response:
+        query = request.query_params
+        return change_pages.changes_page(
+            self.mirror, query.get("prefix", ""), query.get("kind", ""), query.get("days")
+        )
+
+    @_errors
     def status(self, request: Request) -> Response:
         now = self.mirror.clock()
         health = self.mirror.health()
-        ages = web_views.age_buckets(self.mirror.list_documents(), now)
+        # One listing feeds both charts (a store may hold a hundred thousand documents).
+        summaries = list(self.mirror.list_documents())
+        ages = web_views.age_buckets(summaries, now)
         store = health.store
         info = [
             ("Store", store.url),
@@ -246,6 +275,7 @@ class _Pages:
             ages=ages,
             buckets=[label for label, _ in web_views.AGE_BUCKETS],
             chart=web_views.age_chart(ages),
+            **change_pages.freshness_context(self.mirror, summaries, now),
             info=info,
             now=now,
             section="status",

@@ -11,7 +11,7 @@ from ..db import engine as engines
 from ..db import turns
 from ..db.rows import cached_document
 from ..schema.tables import documents
-from ..tables import vectors, versions
+from ..tables import changes, vectors, versions
 
 # Rows fetched per round trip while streaming; bounds memory for 50,000-document stores.
 STREAM_BATCH = 500
@@ -81,11 +81,11 @@ def apply_stream(
                 changed.add(_put(write, conn, put, fetched_at, upstream))
                 written, put = written + len(put), []
             if len(gone) >= STREAM_BATCH:
-                removed += _remove(conn, gone)
+                removed += _remove(conn, gone, fetched_at)
                 gone = []
         changed.add(_put(write, conn, put, fetched_at, upstream))
         written += len(put)
-        removed += _remove(conn, gone)
+        removed += _remove(conn, gone, fetched_at)
     return written, removed, changed.names
 
 
@@ -107,8 +107,9 @@ def _put(
     return write(conn, docs, fetched_at, upstream) if docs else []
 
 
-def _remove(conn: Connection, names: list[str]) -> int:
+def _remove(conn: Connection, names: list[str], at: float) -> int:
     if names:
+        changes.record_removals(conn, names, at)  # in the deletion's transaction
         versions.retire(conn, names)  # history outlives a deletion
         vectors.forget(conn, names)  # and a loaded vector matrix learns they are gone
         # Their index entries go by the trigger on documents (schema_index.py).

@@ -1,0 +1,1 @@
+"""What changed: the change log's events, and classifying a change between two versions."""
