@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
+from tests.change_log_replay import replay_change_log
 from tests.emulator import Emulator, Fault
 
 # `env`: a user's environment for `upstream` (this module's), a fresh store, pacing lifted.
@@ -63,33 +62,8 @@ def _kill_during(upstream: Emulator, environ: dict[str, str], command: list[str]
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         landed += 1
-        _check_log(environ["DK_MIRROR_DB"])
+        replay_change_log("sqlite:///" + environ["DK_MIRROR_DB"])
     return landed
-
-
-def _check_log(db: str) -> Counter[str]:
-    """Replaying the log from an empty store gives exactly the stored contents; returns the
-    events per kind. Each event starts where the name's previous one ended, so an event
-    repeated, lost or written without its change breaks the chain."""
-    with sqlite3.connect(db) as conn:
-        events = conn.execute(
-            "SELECT name, kind, old_sha256, new_sha256 FROM change_events ORDER BY id"
-        ).fetchall()
-        held = dict(
-            conn.execute(
-                "SELECT name, content_sha256 FROM documents WHERE content_sha256 IS NOT NULL"
-            )
-        )
-    state: dict[str, str | None] = {}
-    kinds: Counter[str] = Counter()
-    for name, kind, old, new in events:
-        assert old == state.get(name), f"{name}: {kind} from {old}, stored was {state.get(name)}"
-        assert kind == ("added" if old is None else "removed" if new is None else "changed")
-        assert old != new
-        state[name] = new
-        kinds[kind] += 1
-    assert {n: s for n, s in state.items() if s is not None} == held
-    return kinds
 
 
 def test_crawl_and_refresh_killed_keep_one_event_per_change(
@@ -101,7 +75,7 @@ def test_crawl_and_refresh_killed_keep_one_event_per_change(
     done = _run(env, CRAWL)
     _, err = done.communicate(timeout=120)
     assert done.returncode == 0, err
-    assert _check_log(env["DK_MIRROR_DB"]) == {"added": COUNT}
+    assert replay_change_log("sqlite:///" + env["DK_MIRROR_DB"]) == {"added": COUNT}
 
     for i in EDITED:
         upstream.put({**DOCS[i], "content": DOCS[i]["content"] + "\nEdited upstream.\n"})
@@ -109,4 +83,7 @@ def test_crawl_and_refresh_killed_keep_one_event_per_change(
     done = _run(env, REFRESH)
     _, err = done.communicate(timeout=120)
     assert done.returncode == 0, err
-    assert _check_log(env["DK_MIRROR_DB"]) == {"added": COUNT, "changed": len(EDITED)}
+    assert replay_change_log("sqlite:///" + env["DK_MIRROR_DB"]) == {
+        "added": COUNT,
+        "changed": len(EDITED),
+    }

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.change_log_replay import replay_change_log
 from tests.conftest import query_store
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
@@ -148,6 +149,8 @@ def test_four_writers_at_once_all_succeed_and_leave_the_store_consistent(
         "(SELECT max(w.version) FROM document_versions w WHERE w.name = v.name)",
     )
     assert dict(newest) == stored
+    # And the change log replays to exactly what is stored: one event per change, in order.
+    assert replay_change_log(db_url)["added"] == len(stored)
     checked = _run(env, "index", "check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
 

@@ -365,7 +365,7 @@ class Store(Searching):
         turns.take_pages(conn, (doc.name for doc in docs))
         changed = index.changed(conn, docs, batch.hashes)
         # Before the upsert: the log compares with (and classifies against) the stored copy.
-        changes.record(conn, docs, batch.hashes, batch.fetched_at)
+        events = changes.planned(conn, docs, batch.hashes, batch.fetched_at)
         versions.record(
             conn, docs, batch.fetched_at, batch.upstream, self.keep_versions, batch.hashes
         )
@@ -373,6 +373,7 @@ class Store(Searching):
         index.reindex(conn, changed, batch.entries)
         names = [doc.name for doc in changed]
         vectors.forget(conn, names)
+        changes.append(conn, events)  # last: see turns.take_log
         return names
 
     def on_written(self, watcher: Callable[[list[str]], None]) -> None:

@@ -40,6 +40,7 @@ WAIT = wait_random_exponential(multiplier=0.05, max=2)
 # of its own, so no other application's advisory locks on the database are mistaken for ours.
 _PAGES = 0x646B6D01  # "dkm" + 1: one lock per page name (its hashtext)
 _BULK = 0x646B6D02  # the store's bulk lock (key 0)
+_LOG = 0x646B6D03  # the change log's append lock (key 0)
 
 # Names to lock, by lock key, one statement: the subquery's ORDER BY (kept by OFFSET 0, so
 # the planner cannot flatten it away) is the order the outer scan takes the locks in.
@@ -54,6 +55,18 @@ _BULK_ALONE = text(f"SELECT pg_advisory_xact_lock({_BULK}, 0)")
 # holds some 64 per connection).
 _ALONE = "dk_mirror_alone"
 _BULK_SHARED = text(f"SELECT pg_advisory_xact_lock_shared({_BULK}, 0)")
+
+
+_TAKE_LOG = text(f"SELECT pg_advisory_xact_lock({_LOG}, 0)")
+
+
+def take_log(conn: Connection) -> None:
+    """Take the change log for the rest of this transaction (PostgreSQL; SQLite's writer is
+    alone already): the ids a writer's events get then follow the order writers commit in,
+    so a reader resuming after the newest id it saw never misses an event committed later.
+    Taken last in a write (after its pages), so it never waits in a cycle with them."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(_TAKE_LOG)
 
 
 def retrying() -> Retrying:

@@ -1,11 +1,11 @@
-"""The change log's writes and reads: `record` and `record_removals` run inside the writer's
+"""The change log's writes and reads: `planned` and `record_removals` run inside the writer's
 transaction, before the documents change (they read what is stored to know what changes);
-`read` answers newest first.
+`append` writes the planned events last; `read` answers newest first.
 
 The one hook of every write: Store._write_prepared (fetch, crawl, refresh, import, snapshot
-import, sync: every put) calls `record`; write/bulk.py's removals (snapshot tombstones,
-sync, delete) call `record_removals`. A put that leaves a document's content as it is
-appends nothing, so there is exactly one event per change of content.
+import, sync: every put) plans before its upsert and appends at its end; write/bulk.py's
+removals (snapshot tombstones, sync) call `record_removals`. A put that leaves a document's
+content as it is appends nothing, so there is exactly one event per change of content.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ...changes.events import (
     to_bits,
 )
 from ...models import Document
+from ..db import turns
 from ..schema.changes import change_events
 from ..schema.tables import documents
 
@@ -53,11 +54,11 @@ def _stored(conn: Connection, names: Sequence[str]) -> dict[str, tuple[str | Non
     return found
 
 
-def record(
+def planned(
     conn: Connection, docs: Sequence[Document], hashes: Mapping[str, str | None], at: float
-) -> int:
-    """Append an event for each of `docs` (about to be upserted) whose content differs from
-    the stored copy's; `hashes`: their content sha256 by name. Returns how many."""
+) -> list[dict[str, Any]]:
+    """The events of `docs` (about to be upserted): one for each whose content differs from
+    the stored copy's, classified against it; `hashes`: their content sha256 by name."""
     incoming = {doc.name: doc for doc in docs}  # the last copy of a name wins, as in the upsert
     stored = _stored(conn, list(incoming))
     rows: list[dict[str, Any]] = []
@@ -74,11 +75,16 @@ def record(
             "new_update_time": doc.update_time if new_sha is not None else None,
             "classes": None, "summary": None,
         })  # fmt: skip
-    if not rows:
-        return 0
-    _classify(conn, [r for r in rows if r["kind"] == CHANGED], incoming)
-    conn.execute(change_events.insert(), rows)
-    return len(rows)
+    if rows:
+        _classify(conn, [r for r in rows if r["kind"] == CHANGED], incoming)
+    return rows
+
+
+def append(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Write planned events, as the last step of the write (see turns.take_log)."""
+    if rows:
+        turns.take_log(conn)
+        conn.execute(change_events.insert(), rows)
 
 
 def _classify(conn: Connection, rows: list[dict[str, Any]], incoming: dict[str, Document]) -> None:
@@ -100,8 +106,7 @@ def record_removals(conn: Connection, names: Sequence[str], at: float) -> int:
         for name, (sha, update_time) in _stored(conn, list(dict.fromkeys(names))).items()
         if sha is not None
     ]  # fmt: skip
-    if rows:
-        conn.execute(change_events.insert(), rows)
+    append(conn, rows)
     return len(rows)
 
 
