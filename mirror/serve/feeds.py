@@ -9,6 +9,7 @@ Entries link to the change's diff in the docs browser at this server.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
@@ -17,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from ..changes import feed
-from ..changes.events import ChangeFilter
+from ..changes.events import ChangeEvent, ChangeFilter
 from ..errors import InvalidInput
 from . import api_errors
 from .rest_api import error_response
@@ -46,20 +47,19 @@ class _Feeds:
         self.locks = dict(options.feed_locks)
 
     async def atom(self, request: Request) -> Response:
-        return await self._answer(request, lambda events, info: (
-            feed.atom(events, info), feed.ATOM_TYPE))  # fmt: skip
+        return await self._answer(request, _atom)
 
     async def json_feed(self, request: Request) -> Response:
-        return await self._answer(request, lambda events, info: (
-            json.dumps(feed.json_feed(events, info), ensure_ascii=False).encode(),
-            feed.JSON_FEED_TYPE))  # fmt: skip
+        return await self._answer(request, _json_feed)
 
-    async def _answer(self, request: Request, render) -> Response:  # type: ignore[no-untyped-def]
+    async def _answer(self, request: Request, render: Render) -> Response:
         lock = request.query_params.get("lock")
         if lock and lock not in self.locks:
-            return error_response(api_errors.make(
-                404, f"no lock file with id {lock[:40]!r} is registered with this server; "
-                "start it with `dk-mirror serve --feed-lock FILE` (its log prints each id)"))  # fmt: skip
+            message = (
+                f"no lock file with id {lock[:40]!r} is registered with this server; start it "
+                "with `dk-mirror serve --feed-lock FILE` (its log prints each id)"
+            )
+            return error_response(api_errors.make(404, message))
         try:
             wanted = self._filter(request)
             events = await run_in_threadpool(
@@ -94,6 +94,19 @@ class _Feeds:
             names=names,
             limit=_limit(query.get("limit")),
         )
+
+
+# A feed's bytes and media type, from its events and what it says about itself.
+Render = Callable[[list[ChangeEvent], feed.FeedInfo], tuple[bytes, str]]
+
+
+def _atom(events: list[ChangeEvent], info: feed.FeedInfo) -> tuple[bytes, str]:
+    return feed.atom(events, info), feed.ATOM_TYPE
+
+
+def _json_feed(events: list[ChangeEvent], info: feed.FeedInfo) -> tuple[bytes, str]:
+    body = json.dumps(feed.json_feed(events, info), ensure_ascii=False).encode()
+    return body, feed.JSON_FEED_TYPE
 
 
 def _limit(raw: str | None) -> int:
