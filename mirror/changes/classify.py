@@ -28,14 +28,17 @@ _LIMITS = re.compile(
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # API version strings: v1, v1beta, v2alpha1, v1p1beta1 (Google's scheme), manifest versions,
 # Android API levels. The CSS/JS `v8` engine is not a version of an API.
-_VERSION = re.compile(
-    r"(?<![\w.-])(v\d+(?:\.\d+)?(?:p\d+)?(?:alpha|beta)?\d*)(?![\w-])"
-    r"|\b(manifest_version)\W{1,4}(\d+)"
-    r"|\b(API level \d+)",
-    re.I,
+# Each starts with a letter, not a lookbehind or an alternation: the engine then tries it only
+# where that letter is, not at every position of the page (a change is classified inside the
+# write that stores it). What precedes the `v` is checked after it.
+_VERSIONS = (
+    (re.compile(r"[vV](?<![\w.-][vV])(\d+(?:\.\d+)?(?:p\d+)?(?:alpha|beta)?\d*)(?![\w-])"), "v"),
+    (re.compile(r"manifest_version\W{1,4}(\d+)"), "manifest_version "),
+    (re.compile(r"API level (\d+)"), "API level "),
 )
 _NOT_VERSIONS = frozenset({"v8"})
-_DEPRECATION = re.compile(r"\bdeprecat", re.I)
+# "deprecated", "deprecation", "deprecates": a substring test, cheaper than a pattern.
+_DEPRECATION = "deprecat"
 # Notice types a reader must not miss (Google's asides and alerts), besides deprecations.
 _LOUD = frozenset({"warning", "caution", "danger", "gotchas"})
 _SUMMARY_CHARS = 200
@@ -102,13 +105,17 @@ def _notice_kinds(parts: Parts) -> Counter[str]:
     that says a thing is deprecated)."""
     found: Counter[str] = Counter()
     for notice in parts.notices:
-        if notice.kind in _LOUD and not _DEPRECATION.search(notice.text):
+        if notice.kind in _LOUD and not _deprecates(notice.text):
             found[_loud_name(notice)] += 1
-    deprecations = {p for p in parts.paragraphs if _DEPRECATION.search(p)}
-    deprecations.update(n.text for n in parts.notices if _DEPRECATION.search(n.text))
-    deprecations.update(h for h in parts.headings if _DEPRECATION.search(h))
+    deprecations = {p for p in parts.paragraphs if _deprecates(p)}
+    deprecations.update(n.text for n in parts.notices if _deprecates(n.text))
+    deprecations.update(h for h in parts.headings if _deprecates(h))
     found["deprecation"] = len(deprecations)
     return found
+
+
+def _deprecates(text: str) -> bool:
+    return _DEPRECATION in text.lower()
 
 
 def _loud_name(notice: Notice) -> str:
@@ -179,10 +186,11 @@ def _limits_in_prose(before: Parts, after: Parts) -> list[str]:
 
 def _version_strings(text: str) -> Counter[str]:
     found: Counter[str] = Counter()
-    for match in _VERSION.finditer(text):
-        token = " ".join(g for g in match.groups() if g)
-        if token.lower() not in _NOT_VERSIONS:
-            found[" ".join(token.split())] += 1
+    for pattern, label in _VERSIONS:
+        for match in pattern.finditer(text):
+            token = label + match.group(1).lower()
+            if token not in _NOT_VERSIONS:
+                found[token] += 1
     return found
 
 

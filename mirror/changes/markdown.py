@@ -21,7 +21,6 @@ _REF_LINK = re.compile(r"(\[[^\]]*\])\[[^\]]*\]")
 _REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+")
 _AUTOLINK = re.compile(r"<(?:https?|mailto):[^>\s]+>")
 _HREF = re.compile(r"""\b(href|src)=("[^"]*"|'[^']*')""")
-_SPACE = re.compile(r"\s+")
 # Attribute lists (`## Name {: #name }`, `[link](x){:.external}`): anchors and styling.
 _ATTRIBUTES = re.compile(r"\{:[^}]*\}")
 # Notice blocks: Google's sites write them as template tags, HTML asides or GitHub alerts.
@@ -35,12 +34,17 @@ _LEAD = re.compile(r"^\s*(?:\*\*|__)?(warning|caution|deprecated|important|note)
 
 def normal(text: str) -> str:
     """`text` with link targets dropped and whitespace collapsed."""
-    text = _INLINE_LINK.sub(r"\1", text)
-    text = _REF_LINK.sub(r"\1", text)
-    text = _AUTOLINK.sub("<link>", text)
-    text = _HREF.sub(r"\1", text)
-    text = _ATTRIBUTES.sub("", text)
-    return _SPACE.sub(" ", text).strip()
+    # Each pattern only where its first character occurs: most paragraphs have no link, and
+    # a change to a long page is classified inside the write that stores it.
+    if "[" in text:
+        text = _INLINE_LINK.sub(r"\1", text)
+        text = _REF_LINK.sub(r"\1", text)
+    if "<" in text:
+        text = _AUTOLINK.sub("<link>", text)
+        text = _HREF.sub(r"\1", text)
+    if "{:" in text:
+        text = _ATTRIBUTES.sub("", text)
+    return " ".join(text.split())
 
 
 def cells(line: str) -> tuple[str, ...]:
@@ -108,7 +112,9 @@ def parse(markdown: str) -> Parts:
     i = 0
     while i < len(lines):
         line = lines[i]
-        fence = _FENCE.match(line)
+        # Each pattern is tried only on lines holding its first character: a change to a long
+        # page is classified inside the write that stores it.
+        fence = _FENCE.match(line) if "`" in line or "~" in line else None
         if fence:
             end_paragraph()
             mark = fence.group(1)
@@ -120,14 +126,15 @@ def parse(markdown: str) -> Parts:
             parts.code.append("\n".join(b for b in body if b))
             i += 1
             continue
-        opened = _ASIDE_TAG.search(line) or _ASIDE_HTML.search(line)
+        tagged = "{%" in line or "<" in line
+        opened = (_ASIDE_TAG.search(line) or _ASIDE_HTML.search(line)) if tagged else None
         if opened and notice is None:
             end_paragraph()
             kind = opened.group(1) or (opened.group(2) if opened.re is _ASIDE_TAG else "") or "note"
             notice = (kind.split()[0].lower(), [])
             line = line[opened.end() :]
         if notice is not None:
-            closed = _ASIDE_END.search(line) or _ASIDE_HTML_END.search(line)
+            closed = (_ASIDE_END.search(line) or _ASIDE_HTML_END.search(line)) if tagged else None
             notice[1].append(line[: closed.start()] if closed else line)
             if closed:
                 text = normal(" ".join(notice[1]))
@@ -137,7 +144,7 @@ def parse(markdown: str) -> Parts:
                 notice = None
             i += 1
             continue
-        alert = _ALERT.match(line)
+        alert = _ALERT.match(line) if ">" in line else None
         if alert:
             end_paragraph()
             body = [line[alert.end() :]]
@@ -149,7 +156,7 @@ def parse(markdown: str) -> Parts:
             parts.notices.append(Notice(alert.group(1).lower(), text))
             parts.paragraphs.append(text)
             continue
-        head = _HEADING.match(line)
+        head = _HEADING.match(line) if "#" in line else None
         if head:
             end_paragraph()
             heading = normal(head.group(2))
