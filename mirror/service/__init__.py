@@ -31,6 +31,7 @@ from .documents import (
 from .imports import ImportFileReport
 
 if TYPE_CHECKING:
+    from .outline import Outline, OutlineCache, Suggestion
     from ..models import Version
     from ..snapshots.diff import Diff
     from ..snapshots.format import Manifest, Snapshot
@@ -100,6 +101,7 @@ class Mirror:
         self._store: StoreAccess | None = None
         self._upstream: Upstream | None = None
         self._context: Context | None = None
+        self._outline: OutlineCache | None = None
 
     def __enter__(self) -> Mirror:
         return self
@@ -262,6 +264,22 @@ class Mirror:
     def suggest_names(self, name: str, limit: int = 3, exclude: Sequence[str] = ()) -> list[str]:
         """Cached documents nearest to `name`: same path prefix first, then close spelling."""
         return documents.suggest_names(self._ctx(), name, limit, exclude)
+
+    def outline(self) -> Outline:
+        """The page tree and type-ahead index of the store (built on first use, then rebuilt
+        in the background after changes; meanwhile the previous one answers)."""
+        from .outline import OutlineCache
+
+        if self._outline is None:
+            self._outline = OutlineCache()
+        return self._outline.get(self._ctx(), self.store_generation())
+
+    def typeahead(self, query: str, limit: int = 10) -> list[Suggestion]:
+        """Symbols, titles and headings starting with `query`, then local full-text pages;
+        never upstream."""
+        from .outline import local_full_text, suggest
+
+        return suggest(self.outline(), query, limit, local_full_text(self._ctx()))
 
     # -- refresh and history -----------------------------------------------------------------
 

@@ -1,0 +1,161 @@
+"""The store's outline for the browser: the page tree and the type-ahead index, kept current.
+
+Both come from one pass over the stored documents (titles, and headings read from the
+Markdown), which takes seconds at tens of thousands of pages; so the outline is built once,
+reused while the store is unchanged, and after a change rebuilt in the background while the
+previous one keeps answering (a crawl writing every second must not stall every keystroke).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ..models import Document
+from ..policy import Mode
+from ..search.headings import headings
+from ..search.sitetree import SiteTree
+from ..search.snippets import plain_text
+from ..search.typeahead import Entry, TypeaheadIndex
+from .context import Context
+
+# Without a generation number (PostgreSQL), how long an outline is trusted before a rebuild.
+UNVERSIONED_TTL = 60.0
+# Shorter queries match too many pages' words for full text to add anything but noise.
+FULL_TEXT_MIN_CHARS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """Every page by host and path, and every title and heading by prefix."""
+
+    tree: SiteTree
+    typeahead: TypeaheadIndex
+    names: frozenset[str]
+    seconds: float  # how long the build took
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """One type-ahead result: where it leads and why it matched."""
+
+    kind: str  # "symbol", "page", "heading" or "text" (a full-text match)
+    label: str
+    name: str
+    anchor: str | None
+    context: str
+
+
+def entries_of(doc: Document) -> Iterator[Entry]:
+    """A page's type-ahead entries: its title, then each heading (not one that repeats it)."""
+    title = plain_text(doc.title or "") or doc.name.rsplit("/", 1)[-1]
+    yield Entry("page", title, doc.name, None, doc.name.split("/", 2)[1])
+    for heading in headings(doc.content or ""):
+        if heading.level == 1 and heading.text == title:
+            continue
+        yield Entry("heading", heading.text, doc.name, heading.anchor, title)
+
+
+def build(documents: Iterator[Document], clock: Callable[[], float] = time.perf_counter) -> Outline:
+    """The outline of these documents (name order), in one pass."""
+    start = clock()
+    pages: list[tuple[str, str | None]] = []
+    entries: list[Entry] = []
+    for doc in documents:
+        pages.append((doc.name, plain_text(doc.title or "") or None))
+        entries.extend(entries_of(doc))
+    names = frozenset(name for name, _ in pages)
+    return Outline(SiteTree(pages), TypeaheadIndex(entries), names, clock() - start)
+
+
+class OutlineCache:
+    """The current outline of one store, rebuilt after the store changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._first = threading.Lock()  # one first build at a time; others wait for it
+        self._current: Outline | None = None
+        self._key: object = None
+        self._built_at = 0.0
+        self._rebuilding = False
+
+    def get(self, ctx: Context, generation: int | None) -> Outline:
+        """The outline, built now if there is none yet, else possibly one change behind."""
+        with self._lock:
+            current = self._current
+            stale = self._is_stale(generation)
+            if current is not None and stale and not self._rebuilding:
+                self._rebuilding = True
+                threading.Thread(
+                    target=self._rebuild, args=(ctx, generation), daemon=True, name="outline"
+                ).start()
+        if current is not None:
+            return current
+        with self._first:
+            if self._current is None:
+                self._store(build(ctx.store.iter_documents()), generation)
+            assert self._current is not None
+            return self._current
+
+    def _is_stale(self, generation: int | None) -> bool:
+        if generation is None:
+            return time.monotonic() - self._built_at > UNVERSIONED_TTL
+        return generation != self._key
+
+    def _rebuild(self, ctx: Context, generation: int | None) -> None:
+        try:
+            self._store(build(ctx.store.iter_documents()), generation)
+        finally:
+            with self._lock:
+                self._rebuilding = False
+
+    def _store(self, outline: Outline, generation: int | None) -> None:
+        with self._lock:
+            self._current, self._key, self._built_at = outline, generation, time.monotonic()
+
+
+def suggest(
+    outline: Outline,
+    query: str,
+    limit: int,
+    full_text: Callable[[str, int], list[tuple[str, str]]] | None,
+) -> list[Suggestion]:
+    """Symbols, titles and headings that start with what was typed, then full-text pages.
+
+    `full_text(query, n)` returns (name, title) of up to n pages matching the words anywhere;
+    it is asked only for what the prefix matches leave of `limit`, and pages already offered
+    are not repeated, nor pages the store does not hold (a recorded upstream answer).
+    """
+    found = [
+        Suggestion(e.kind, e.label, e.name, e.anchor, e.context)
+        for e in outline.typeahead.lookup(query, limit)
+    ]
+    room = limit - len(found)
+    if room > 0 and full_text is not None and len(query.strip()) >= FULL_TEXT_MIN_CHARS:
+        offered = {s.name for s in found if s.anchor is None}
+        for name, title in full_text(query, room + len(offered)):
+            if name in offered or name not in outline.names:
+                continue
+            offered.add(name)
+            found.append(Suggestion("text", title, name, None, name.split("/", 2)[1]))
+            if len(found) >= limit:
+                break
+    return found
+
+
+def local_full_text(ctx: Context) -> Callable[[str, int], list[tuple[str, str]]]:
+    """Full-text pages from the local index only (type-ahead never goes upstream)."""
+    from . import search
+
+    def pages(query: str, n: int) -> list[tuple[str, str]]:
+        request = search.make_request(query, min(max(n, 1), 100), None, None)
+        result = search.search(ctx, request, Mode(offline=True), fetch=False)
+        out: dict[str, str] = {}
+        for chunk in result.page.results:
+            title = (chunk.document.title if chunk.document else None) or chunk.parent
+            out.setdefault(chunk.parent, plain_text(title))
+        return list(out.items())
+
+    return pages
