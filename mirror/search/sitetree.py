@@ -22,7 +22,7 @@ class Page:
     title: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity: a tree of thousands of nodes
 class Folder:
     """A folder: sub-folders by segment, its own pages in name order, and how many below."""
 

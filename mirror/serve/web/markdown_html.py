@@ -23,6 +23,8 @@ from pygments.util import ClassNotFound
 # classes (which it drops) and our stylesheet cannot be spoofed by document markup.
 CODE_CLASS_PREFIX = "hl-"
 PYGMENTS_STYLE = "default"
+# ... and under a dark colour scheme (the page follows prefers-color-scheme).
+PYGMENTS_DARK_STYLE = "github-dark"
 # Lexing is regex-driven; a huge block is shown plain rather than risking a slow page.
 _MAX_HIGHLIGHT = 200_000
 
@@ -218,14 +220,21 @@ def _formatter() -> HtmlFormatter[str]:
 
 
 def pygments_css() -> str:
-    """The stylesheet for highlighted code (static/pygments.css is this, generated)."""
-    formatter: HtmlFormatter[str] = HtmlFormatter(
-        style=PYGMENTS_STYLE, classprefix=CODE_CLASS_PREFIX
-    )
+    """The stylesheet for highlighted code, light and dark (static/pygments.css is this)."""
+    dark = "\n".join("  " + rule for rule in _style_rules(PYGMENTS_DARK_STYLE))
+    light = "\n".join(_style_rules(PYGMENTS_STYLE))
+    return f"{light}\n@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"
+
+
+def _style_rules(style: str) -> list[str]:
+    formatter: HtmlFormatter[str] = HtmlFormatter(style=style, classprefix=CODE_CLASS_PREFIX)
     rules = str(formatter.get_style_defs(".highlight")).splitlines()
     # Docs elide code (`...` in JSON): the lexer calls that an error, and a red box around
-    # every elision is noise, so error tokens are drawn like plain text.
-    return "\n".join(r for r in rules if f".{CODE_CLASS_PREFIX}err " not in r) + "\n"
+    # every elision is noise, so error tokens are drawn like plain text. The page's own
+    # stylesheet draws the block (its background follows the colour scheme).
+    return [
+        r for r in rules if f".{CODE_CLASS_PREFIX}err " not in r and not r.startswith(".highlight {")
+    ]
 
 
 @lru_cache(maxsize=1)
@@ -239,4 +248,24 @@ def _parser() -> MarkdownIt:
 
 def render(markdown: str) -> str:
     """A document's Markdown as HTML, before sanitising."""
-    return str(_parser().render(preprocess(markdown)))
+    return render_with_toc(markdown)[0]
+
+
+# Headings listed in a page's table of contents (h1 is the page's own title).
+TOC_LEVELS = (2, 3)
+
+
+def render_with_toc(markdown: str) -> tuple[str, list[tuple[int, str, str]]]:
+    """The HTML (before sanitising) and the table of contents: (level, id, text) of each
+    h2 and h3, from the same parse, so every entry's id is one the page carries."""
+    md = _parser()
+    tokens = md.parse(preprocess(markdown))
+    toc = []
+    for token, inline in zip(tokens, tokens[1:], strict=False):
+        level = int(token.tag[1:]) if token.type == "heading_open" else 0
+        if level in TOC_LEVELS:
+            words = "".join(
+                c.content for c in inline.children or [] if c.type in ("text", "code_inline")
+            )
+            toc.append((level, str(token.attrGet("id")), " ".join(words.split())))
+    return str(md.renderer.render(tokens, md.options, {})), toc

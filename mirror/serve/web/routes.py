@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -26,15 +26,18 @@ from ...search.snippets import plain_text
 from ..api_errors import served, status_of
 from . import links as web_links
 from . import markdown_html as web_markdown
+from . import nav as web_nav
 from . import sanitize as web_sanitize
 from . import views as web_views
-from .pages import STATIC_DIR, page
+from .pages import PAGE_HEADERS, STATIC_DIR, page
 
 if TYPE_CHECKING:
     from ...service import Mirror
 
 # More candidate names than this in one page are not looked up (the rest count as missing).
 MAX_LINK_LOOKUP = 2000
+# Type-ahead results per keystroke: what fits on a screen (the caller may ask for fewer).
+TYPEAHEAD_LIMIT = 12
 # How long the set of mirrored hosts is reused between pages (it only matters for marking).
 HOSTS_TTL = 30.0
 
@@ -59,6 +62,8 @@ def web_routes(mirror: Mirror, options: WebOptions) -> list[BaseRoute]:
         Route("/browse/{path:path}", pages.browse, methods=["GET", "HEAD"], name="web_browse"),
         Route("/doc/{name:path}", pages.document, methods=["GET", "HEAD"], name="web_doc"),
         Route("/search", pages.search, methods=["GET", "HEAD"], name="web_search"),
+        Route("/typeahead", pages.typeahead, methods=["GET", "HEAD"], name="web_typeahead"),
+        Route("/tree.json", pages.tree, methods=["GET", "HEAD"], name="web_tree"),
         Route("/status", pages.status, methods=["GET", "HEAD"], name="web_status"),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="web_static"),
     ]
@@ -151,9 +156,10 @@ class _Pages:
         doc, served = result.documents[0], result.served[0]
         # Relative links resolve against the page's address, and only a web address will do.
         base_uri = doc.uri if web_links.is_web_url(doc.uri) else naming.uri_of(name)
-        body = web_sanitize.parse(
-            web_markdown.render(web_views.without_title(doc.content or "", doc.title))
+        markup, toc = web_markdown.render_with_toc(
+            web_views.without_title(doc.content or "", doc.title)
         )
+        body = web_sanitize.parse(markup)
         # One batched lookup answers "is it mirrored?" for every link on the page.
         wanted = web_links.all_candidates(body.hrefs, base_uri)[:MAX_LINK_LOOKUP]
         existing = self.mirror.cached_names(wanted)
@@ -162,8 +168,15 @@ class _Pages:
             lambda href: web_links.classify(href, base_uri, existing, hosts, current=name)
         )
         parent = name.rsplit("/", 1)[0] + "/"
+        outline = self.mirror.outline()
+        before, after = web_nav.neighbours(outline.tree, name)
         return page(
             "doc.html",
+            tree=web_nav.tree_for(outline.tree, name),
+            # Only headings whose id survived the sanitiser: every entry must lead somewhere.
+            toc=[entry for entry in toc if f' id="{entry[1]}"' in html],
+            before=before,
+            after=after,
             doc=doc,
             description=plain_text(doc.description or ""),
             served=served,
@@ -221,6 +234,42 @@ class _Pages:
             first_url="/search?" + urlencode({"q": q}) if token else None,
             section="search",
         )
+
+    def typeahead(self, request: Request) -> Response:
+        """JSON for the search box: what matches the text typed so far (the store only)."""
+        q = request.query_params.get("q", "")[:200]
+        try:
+            limit = min(max(int(request.query_params.get("limit", TYPEAHEAD_LIMIT)), 1), 50)
+        except ValueError:
+            limit = TYPEAHEAD_LIMIT
+        try:
+            found = self.mirror.typeahead(q, limit)
+        except MirrorError as exc:
+            status, _code = status_of(exc)
+            message, _hint = served(exc, secret=self.mirror.settings.api_key)
+            return JSONResponse({"error": message}, status, headers=PAGE_HEADERS)
+        results = [
+            {
+                "kind": s.kind,
+                "label": s.label,
+                "context": s.context,
+                "url": web_links.doc_path(s.name) + (f"#{s.anchor}" if s.anchor else ""),
+            }
+            for s in found
+        ]
+        body = {"query": q, "count": len(results), "results": results}
+        return JSONResponse(body, headers=PAGE_HEADERS)
+
+    def tree(self, request: Request) -> Response:
+        """JSON of one folder of the navigation tree, for opening it in place."""
+        prefix = request.query_params.get("prefix", "")
+        try:
+            found = web_nav.folder_json(self.mirror.outline().tree, naming.normalize(prefix) + "/")
+        except InvalidInput:
+            found = None
+        if found is None:
+            return JSONResponse({"error": "no such folder"}, 404, headers=PAGE_HEADERS)
+        return JSONResponse(found, headers=PAGE_HEADERS)
 
     @_errors
     def status(self, request: Request) -> Response:
