@@ -51,7 +51,8 @@ class Suggestion:
 def entries_of(doc: Document) -> Iterator[Entry]:
     """A page's type-ahead entries: its title, then each heading (not one that repeats it)."""
     title = plain_text(doc.title or "") or doc.name.rsplit("/", 1)[-1]
-    yield Entry("page", title, doc.name, None, doc.name.split("/", 2)[1])
+    folder = doc.name.split("/", 1)[1].rsplit("/", 1)[0]  # where it sits: host/path
+    yield Entry("page", title, doc.name, None, folder)
     for heading in headings(doc.content or ""):
         if heading.level == 1 and heading.text == title:
             continue
@@ -139,7 +140,8 @@ def suggest(
             if name in offered or name not in outline.names:
                 continue
             offered.add(name)
-            found.append(Suggestion("text", title, name, None, name.split("/", 2)[1]))
+            folder = name.split("/", 1)[1].rsplit("/", 1)[0]
+            found.append(Suggestion("text", title, name, None, folder))
             if len(found) >= limit:
                 break
     return found

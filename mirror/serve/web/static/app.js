@@ -180,7 +180,15 @@
   document.addEventListener("DOMContentLoaded", () => {
     const box = document.querySelector(".search-box");
     const input = box ? typeahead(box) : null;
-    document.querySelectorAll(".sidetree").forEach(tree);
+    document.querySelectorAll(".sidetree").forEach((root) => {
+      tree(root);
+      // Show the current page in the tree: scroll the tree (not the window) to it.
+      const current = root.querySelector("[aria-current=page]");
+      if (current && root.scrollHeight > root.clientHeight) {
+        const offset = current.getBoundingClientRect().top - root.getBoundingClientRect().top;
+        root.scrollTop += offset - root.clientHeight / 2;
+      }
+    });
     document.addEventListener("keydown", (event) => {
       const target = event.target;
       const typing = target.closest && target.closest("input, textarea, select, [contenteditable]");
