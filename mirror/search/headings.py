@@ -13,10 +13,12 @@ import re
 from dataclasses import dataclass
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_CANDIDATE = re.compile(r"^[ \t]{0,3}(?:#|`{3}|~{3}).*$", re.MULTILINE)
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _IAL = re.compile(r"\s*\{:\s*([^}]*)\}\s*$")
 _IAL_ID = re.compile(r"#([\w-]+)")
 _WORDISH = re.compile(r"[^a-z0-9]+")
+_MARKUP = re.compile(r"[{\[<*_&]")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 # Inline syntax outside code spans whose characters are not part of the heading's text: images
 # and links keep their text, template tags and HTML tags go, and emphasis markers.
@@ -46,6 +48,8 @@ def slug(text: str) -> str:
 def heading_text(markdown: str) -> str:
     """A heading's Markdown as the plain text a reader sees."""
     # Code spans are literal (`<input>` stays); the rest loses its markup.
+    if "`" not in markdown:
+        return " ".join(_prose(markdown).split())
     parts: list[str] = []
     at = 0
     for code in _CODE_SPAN.finditer(markdown):
@@ -57,6 +61,8 @@ def heading_text(markdown: str) -> str:
 
 
 def _prose(markdown: str) -> str:
+    if not _MARKUP.search(markdown):
+        return markdown  # most headings are plain words: no pattern can change them
     for pattern, replacement in _INLINE:
         markdown = pattern.sub(replacement, markdown)
     return html.unescape(markdown)
@@ -67,7 +73,9 @@ def headings(markdown: str) -> list[Heading]:
     out: list[Heading] = []
     seen: set[str] = set()
     fence: str | None = None
-    for line in markdown.split("\n"):
+    # Only fence and heading lines matter; one scan finds them (most lines are neither).
+    for found in _CANDIDATE.finditer(markdown):
+        line = found.group(0)
         opened = _FENCE.match(line)
         if fence is not None:
             if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):

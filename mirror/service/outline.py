@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..models import Document
@@ -19,10 +19,14 @@ from ..search.headings import headings
 from ..search.sitetree import SiteTree
 from ..search.snippets import plain_text
 from ..search.typeahead import Entry, TypeaheadIndex
+from ..symbols.model import Symbol
 from .context import Context
 
 # Without a generation number (PostgreSQL), how long an outline is trusted before a rebuild.
 UNVERSIONED_TTL = 60.0
+# A store this small is outlined while the first page waits (well under a second on the
+# sample); a bigger one in the background, pages showing no tree until it is ready.
+INLINE_BUILD_PAGES = 5000
 # Shorter queries match too many pages' words for full text to add anything but noise.
 FULL_TEXT_MIN_CHARS = 3
 
@@ -59,16 +63,33 @@ def entries_of(doc: Document) -> Iterator[Entry]:
         yield Entry("heading", heading.text, doc.name, heading.anchor, title)
 
 
-def build(documents: Iterator[Document], clock: Callable[[], float] = time.perf_counter) -> Outline:
-    """The outline of these documents (name order), in one pass."""
+def symbol_entry(symbol: Symbol) -> Entry:
+    """A symbol of the index as a type-ahead entry: `chrome.storage.local.get`, a Method of
+    `chrome.storage.local`."""
+    context = f"{symbol.type} of {symbol.parent}" if symbol.parent else symbol.type
+    return Entry("symbol", symbol.name, symbol.document, symbol.anchor, context)
+
+
+def build(
+    documents: Iterable[Document],
+    symbols: Iterable[Symbol] = (),
+    clock: Callable[[], float] = time.perf_counter,
+) -> Outline:
+    """The outline of these documents (name order) and API symbols, in one pass."""
     start = clock()
     pages: list[tuple[str, str | None]] = []
-    entries: list[Entry] = []
+    entries = [symbol_entry(symbol) for symbol in symbols]
     for doc in documents:
         pages.append((doc.name, plain_text(doc.title or "") or None))
         entries.extend(entries_of(doc))
     names = frozenset(name for name, _ in pages)
     return Outline(SiteTree(pages), TypeaheadIndex(entries), names, clock() - start)
+
+
+def _build_from(ctx: Context) -> Outline:
+    # Symbols first: read in one query, before the long pass over the documents.
+    symbols = ctx.store.symbol_list()
+    return build(ctx.store.iter_documents(), symbols)
 
 
 class OutlineCache:
@@ -82,21 +103,27 @@ class OutlineCache:
         self._built_at = 0.0
         self._rebuilding = False
 
-    def get(self, ctx: Context, generation: int | None) -> Outline:
-        """The outline, built now if there is none yet, else possibly one change behind."""
+    @property
+    def ready(self) -> bool:
+        """Whether an outline has been built (a later one may be on its way)."""
+        return self._current is not None
+
+    def get(self, ctx: Context, generation: int | None, *, wait: bool = True) -> Outline | None:
+        """The outline, possibly one change behind; if there is none yet, built now (`wait`)
+        or in the background (None until it is ready)."""
         with self._lock:
             current = self._current
-            stale = self._is_stale(generation)
-            if current is not None and stale and not self._rebuilding:
+            stale = current is None or self._is_stale(generation)
+            if stale and not self._rebuilding and (current is not None or not wait):
                 self._rebuilding = True
                 threading.Thread(
                     target=self._rebuild, args=(ctx, generation), daemon=True, name="outline"
                 ).start()
-        if current is not None:
+        if current is not None or not wait:
             return current
         with self._first:
             if self._current is None:
-                self._store(build(ctx.store.iter_documents()), generation)
+                self._store(_build_from(ctx), generation)
             assert self._current is not None
             return self._current
 
@@ -107,7 +134,7 @@ class OutlineCache:
 
     def _rebuild(self, ctx: Context, generation: int | None) -> None:
         try:
-            self._store(build(ctx.store.iter_documents()), generation)
+            self._store(_build_from(ctx), generation)
         finally:
             with self._lock:
                 self._rebuilding = False
@@ -118,7 +145,7 @@ class OutlineCache:
 
 
 def suggest(
-    outline: Outline,
+    outline: Outline | None,
     query: str,
     limit: int,
     full_text: Callable[[str, int], list[tuple[str, str]]] | None,
@@ -127,17 +154,18 @@ def suggest(
 
     `full_text(query, n)` returns (name, title) of up to n pages matching the words anywhere;
     it is asked only for what the prefix matches leave of `limit`, and pages already offered
-    are not repeated, nor pages the store does not hold (a recorded upstream answer).
+    are not repeated, nor pages the store does not hold (a recorded upstream answer). With
+    no outline yet (a big store's first build), full text answers alone.
     """
     found = [
         Suggestion(e.kind, e.label, e.name, e.anchor, e.context)
-        for e in outline.typeahead.lookup(query, limit)
+        for e in (outline.typeahead.lookup(query, limit) if outline else [])
     ]
     room = limit - len(found)
     if room > 0 and full_text is not None and len(query.strip()) >= FULL_TEXT_MIN_CHARS:
         offered = {s.name for s in found if s.anchor is None}
         for name, title in full_text(query, room + len(offered)):
-            if name in offered or name not in outline.names:
+            if name in offered or (outline is not None and name not in outline.names):
                 continue
             offered.add(name)
             folder = name.split("/", 1)[1].rsplit("/", 1)[0]

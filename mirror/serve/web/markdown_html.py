@@ -8,6 +8,7 @@ output still goes through `web_sanitize`, which decides what survives.
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from functools import lru_cache
 from typing import Any
@@ -233,7 +234,9 @@ def _style_rules(style: str) -> list[str]:
     # every elision is noise, so error tokens are drawn like plain text. The page's own
     # stylesheet draws the block (its background follows the colour scheme).
     return [
-        r for r in rules if f".{CODE_CLASS_PREFIX}err " not in r and not r.startswith(".highlight {")
+        r
+        for r in rules
+        if f".{CODE_CLASS_PREFIX}err " not in r and not r.startswith(".highlight {")
     ]
 
 
@@ -261,7 +264,7 @@ def render_with_toc(markdown: str) -> tuple[str, list[tuple[int, str, str]]]:
     md = _parser()
     tokens = md.parse(preprocess(markdown))
     toc = []
-    for token, inline in zip(tokens, tokens[1:], strict=False):
+    for token, inline in itertools.pairwise(tokens):
         level = int(token.tag[1:]) if token.type == "heading_open" else 0
         if level in TOC_LEVELS:
             words = "".join(

@@ -168,11 +168,12 @@ class _Pages:
             lambda href: web_links.classify(href, base_uri, existing, hosts, current=name)
         )
         parent = name.rsplit("/", 1)[0] + "/"
-        outline = self.mirror.outline()
-        before, after = web_nav.neighbours(outline.tree, name)
+        # A big store's first outline is built in the background: until then, no tree.
+        outline = self.mirror.outline(wait=None)
+        before, after = web_nav.neighbours(outline.tree, name) if outline else (None, None)
         return page(
             "doc.html",
-            tree=web_nav.tree_for(outline.tree, name),
+            tree=web_nav.tree_for(outline.tree, name) if outline else [],
             # Only headings whose id survived the sanitiser: every entry must lead somewhere.
             toc=[entry for entry in toc if f' id="{entry[1]}"' in html],
             before=before,
@@ -263,8 +264,12 @@ class _Pages:
     def tree(self, request: Request) -> Response:
         """JSON of one folder of the navigation tree, for opening it in place."""
         prefix = request.query_params.get("prefix", "")
+        outline = self.mirror.outline(wait=None)
+        if outline is None:
+            body = {"error": "the page tree is still being built; try again in a few seconds"}
+            return JSONResponse(body, 503, headers={**PAGE_HEADERS, "Retry-After": "5"})
         try:
-            found = web_nav.folder_json(self.mirror.outline().tree, naming.normalize(prefix) + "/")
+            found = web_nav.folder_json(outline.tree, naming.normalize(prefix) + "/")
         except InvalidInput:
             found = None
         if found is None:
