@@ -177,17 +177,27 @@
     );
   }
 
+  const NARROW = "(max-width: 900px)"; // where style.css puts the tree above the page
+
+  // Show the current page in the tree: scroll the tree (not the window) to it.
+  function showCurrent(root) {
+    const current = root.querySelector("[aria-current=page]");
+    if (current && root.scrollHeight > root.clientHeight) {
+      const offset = current.getBoundingClientRect().top - root.getBoundingClientRect().top;
+      root.scrollTop += offset - root.clientHeight / 2;
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     const box = document.querySelector(".search-box");
     const input = box ? typeahead(box) : null;
     document.querySelectorAll(".sidetree").forEach((root) => {
       tree(root);
-      // Show the current page in the tree: scroll the tree (not the window) to it.
-      const current = root.querySelector("[aria-current=page]");
-      if (current && root.scrollHeight > root.clientHeight) {
-        const offset = current.getBoundingClientRect().top - root.getBoundingClientRect().top;
-        root.scrollTop += offset - root.clientHeight / 2;
-      }
+      const box = root.querySelector(".sidetree-box");
+      // On a phone the page comes first: the tree is one tap away, above it.
+      if (box && window.matchMedia(NARROW).matches) box.open = false;
+      showCurrent(root);
+      if (box) box.addEventListener("toggle", () => showCurrent(root));
     });
     document.addEventListener("keydown", (event) => {
       const target = event.target;
