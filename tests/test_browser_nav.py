@@ -229,7 +229,9 @@ def test_the_tree_opens_at_the_current_page_and_the_contents_lead_to_headings(
     migrating = tree.locator("details[data-prefix$='/extensions/migrating/']")
     expect(migrating).not_to_have_attribute("open", "")
     migrating.locator("summary").click(position={"x": 4, "y": 8})  # the marker, not the link
-    expect(migrating.locator("li.tree-page a", has_text="Migrate to a service worker")).to_be_visible()
+    expect(
+        migrating.locator("li.tree-page a", has_text="Migrate to a service worker")
+    ).to_be_visible()
 
     # The table of contents jumps to the heading.
     page.locator("nav.toc a", has_text="Port lifetime").click()
