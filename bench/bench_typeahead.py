@@ -111,7 +111,7 @@ def main() -> None:
         first = time.perf_counter() - start
         kinds = dict(zip(("symbol", "page", "heading"), outline.typeahead.columns, strict=True))
         sizes = ", ".join(f"{len(col.entries):,} {kind}s" for kind, col in kinds.items())
-        print(f"outline: {len(outline.names):,} pages; {sizes}; built in {first:.1f} s")
+        print(f"outline: {len(outline.titles):,} pages; {sizes}; built in {first:.1f} s")
 
         client = TestClient(Starlette(routes=web_routes(mirror, WebOptions())))
         raw = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

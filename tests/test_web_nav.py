@@ -192,13 +192,13 @@ def test_a_big_stores_first_outline_is_built_in_the_background(nav_mirror: Mirro
     while (outline := nav_mirror.outline(wait=False)) is None:
         assert time.monotonic() < deadline, "the background build never finished"
         time.sleep(0.02)
-    assert MESSAGING in outline.names
+    assert MESSAGING in outline.titles
     # After a write, the next call still answers at once (the old outline) and a rebuild
     # brings the new page in.
     new = Document(name=MV3 + "zz-new", title="Brand new page", content="# Brand new page\n")
     seed(nav_mirror, [new.with_derived_fields()], fetched_at=time.time())
     assert nav_mirror.outline(wait=False) is outline
-    while MV3 + "zz-new" not in (nav_mirror.outline(wait=False) or outline).names:
+    while MV3 + "zz-new" not in (nav_mirror.outline(wait=False) or outline).titles:
         assert time.monotonic() < deadline, "the rebuild after a write never finished"
         time.sleep(0.02)
     assert [s.name for s in nav_mirror.typeahead("brand new")][:1] == [MV3 + "zz-new"]

@@ -18,7 +18,7 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _IAL = re.compile(r"\s*\{:\s*([^}]*)\}\s*$")
 _IAL_ID = re.compile(r"#([\w-]+)")
 _WORDISH = re.compile(r"[^a-z0-9]+")
-_MARKUP = re.compile(r"[{\[<*_&]")
+_MARKUP = re.compile(r"[{\[<*_&\\]")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 # Inline syntax outside code spans whose characters are not part of the heading's text: images
 # and links keep their text, template tags and HTML tags go, and emphasis markers.
@@ -28,6 +28,8 @@ _INLINE = (
     (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
     (re.compile(r"</?[A-Za-z][^<>]{0,300}>"), ""),
     (re.compile(r"(?<![\w*])([*_]{1,2})(?=\S)(.*?\S)\1(?![\w*])"), r"\2"),
+    # Backslash escapes (`\[`, `\$`) are the characters themselves.
+    (re.compile(r"\\([!-/:-@\[-`{-~])"), r"\1"),
 )
 
 

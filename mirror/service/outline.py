@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from ..errors import InvalidInput
 from ..models import Document
-from ..policy import Mode
 from ..search.headings import headings
 from ..search.sitetree import SiteTree
 from ..search.snippets import plain_text
@@ -37,7 +37,7 @@ class Outline:
 
     tree: SiteTree
     typeahead: TypeaheadIndex
-    names: frozenset[str]
+    titles: dict[str, str]  # every page's title by name (what full-text results show)
     seconds: float  # how long the build took
 
 
@@ -82,8 +82,8 @@ def build(
     for doc in documents:
         pages.append((doc.name, plain_text(doc.title or "") or None))
         entries.extend(entries_of(doc))
-    names = frozenset(name for name, _ in pages)
-    return Outline(SiteTree(pages), TypeaheadIndex(entries), names, clock() - start)
+    titles = {name: title or name.rsplit("/", 1)[-1] for name, title in pages}
+    return Outline(SiteTree(pages), TypeaheadIndex(entries), titles, clock() - start)
 
 
 def _build_from(ctx: Context) -> Outline:
@@ -148,11 +148,11 @@ def suggest(
     outline: Outline | None,
     query: str,
     limit: int,
-    full_text: Callable[[str, int], list[tuple[str, str]]] | None,
+    full_text: Callable[[str, int], list[str]] | None,
 ) -> list[Suggestion]:
     """Symbols, titles and headings that start with what was typed, then full-text pages.
 
-    `full_text(query, n)` returns (name, title) of up to n pages matching the words anywhere;
+    `full_text(query, n)` returns the names of up to n pages matching the words anywhere;
     it is asked only for what the prefix matches leave of `limit`, and pages already offered
     are not repeated, nor pages the store does not hold (a recorded upstream answer). With
     no outline yet (a big store's first build), full text answers alone.
@@ -164,10 +164,11 @@ def suggest(
     room = limit - len(found)
     if room > 0 and full_text is not None and len(query.strip()) >= FULL_TEXT_MIN_CHARS:
         offered = {s.name for s in found if s.anchor is None}
-        for name, title in full_text(query, room + len(offered)):
-            if name in offered or (outline is not None and name not in outline.names):
+        for name in full_text(query, room + len(offered)):
+            if name in offered or (outline is not None and name not in outline.titles):
                 continue
             offered.add(name)
+            title = outline.titles[name] if outline else name.rsplit("/", 1)[-1]
             folder = name.split("/", 1)[1].rsplit("/", 1)[0]
             found.append(Suggestion("text", title, name, None, folder))
             if len(found) >= limit:
@@ -175,17 +176,16 @@ def suggest(
     return found
 
 
-def local_full_text(ctx: Context) -> Callable[[str, int], list[tuple[str, str]]]:
-    """Full-text pages from the local index only (type-ahead never goes upstream)."""
+def local_full_text(ctx: Context) -> Callable[[str, int], list[str]]:
+    """Pages of the local full-text index, best first: the ranking alone (no chunks, no
+    snippets, no upstream), which is all a keystroke can afford."""
     from . import search
 
-    def pages(query: str, n: int) -> list[tuple[str, str]]:
-        request = search.make_request(query, min(max(n, 1), 100), None, None)
-        result = search.search(ctx, request, Mode(offline=True), fetch=False)
-        out: dict[str, str] = {}
-        for chunk in result.page.results:
-            title = (chunk.document.title if chunk.document else None) or chunk.parent
-            out.setdefault(chunk.parent, plain_text(title))
-        return list(out.items())
+    def pages(query: str, n: int) -> list[str]:
+        try:
+            ranking = search.lexical_ranking(ctx, query, limit=min(max(n, 1), 50))
+        except InvalidInput:
+            return []  # text the index cannot parse as a query: prefix matches only
+        return [hit.name for hit in ranking]
 
     return pages
