@@ -54,7 +54,7 @@ def store_path(cache: Path, docs: int, corpus_dir: str | None, rebuild: bool) ->
     synthetic = Synthetic(corpus(corpus_dir))
 
     def documents() -> Iterator[Document]:
-        yield from real
+        yield from real[:docs]
         for i in range(max(0, docs - len(real))):
             yield synthetic.document(i)
 
