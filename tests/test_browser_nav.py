@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, START_TIMEOUT, _need_chromium, _wait_ready
+from tests.serve_process import clean_env, serve
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _need_chromium, _wait_ready
 from tests.test_web_nav import MESSAGING, MV3, build_nav_store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -43,45 +41,12 @@ DOC = "/doc/" + MESSAGING[10:]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`dk-mirror serve` over the navigation store, on 127.0.0.1 (any free port)."""
-    path = tmp_path_factory.mktemp("nav") / "nav.sqlite3"
+    folder = tmp_path_factory.mktemp("nav")
+    path = folder / "nav.sqlite3"
     build_nav_store(f"sqlite:///{path}")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mirror", "serve", "--db", str(path), "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
-    found = threading.Event()
-    base: list[str] = []
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:  # read to the end, so a full pipe never blocks the server
-            lines.append(line)
-            match = re.search(r"dk-mirror serve: (http://127\.0\.0\.1:\d+)", line)
-            if match and not base:
-                base.append(match.group(1))
-                found.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        if not found.wait(START_TIMEOUT):
-            pytest.fail("dk-mirror serve did not start:\n" + "".join(lines))
-        _wait_ready(base[0])
-        yield base[0]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        reader.join(10)
-        assert proc.stderr is not None
-        proc.stderr.close()
+    with serve(path, env=clean_env(folder / "home")) as served:
+        _wait_ready(served.url)
+        yield served.url
 
 
 @pytest.fixture(scope="module")

@@ -96,11 +96,17 @@ def headings(markdown: str) -> list[Heading]:
             ids = _IAL_ID.findall(ial.group(1))
             explicit = ids[0] if ids else None
         text = heading_text(raw)
-        anchor = explicit or slug(text) or "section"
-        base, n = anchor, 1
-        while anchor in seen:
-            n += 1
-            anchor = f"{base}-{n}"
-        seen.add(anchor)
-        out.append(Heading(len(match.group(1)), text, anchor))
+        out.append(Heading(len(match.group(1)), text, anchor_for(text, explicit, seen)))
     return out
+
+
+def anchor_for(text: str, explicit: str | None, seen: set[str]) -> str:
+    """A heading's id: its explicit one, else the slug of its text; numbered `-2`, `-3` if
+    the page already has it (`seen`, which this adds to)."""
+    anchor = explicit or slug(text) or "section"
+    base, n = anchor, 1
+    while anchor in seen:
+        n += 1
+        anchor = f"{base}-{n}"
+    seen.add(anchor)
+    return anchor

@@ -20,6 +20,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from ...search.headings import anchor_for, slug
+
 # Pygments token classes get this prefix, so the sanitiser can tell them from a document's own
 # classes (which it drops) and our stylesheet cannot be spoofed by document markup.
 CODE_CLASS_PREFIX = "hl-"
@@ -36,7 +38,6 @@ _HEADING_IAL = re.compile(r"\s*\{:\s*([^}]*)\}\s*$")
 _ARG = re.compile(r""""([^"]*)"|'([^']*)'""")
 _KW_ARG = re.compile(r"""(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _COMMENT = re.compile(r"\{#.*?#\}", re.DOTALL)
-_WORDISH = re.compile(r"[^a-z0-9]+")
 
 # Container tags of the source sites, and the HTML element each becomes.
 _CONTAINERS = {
@@ -88,15 +89,11 @@ def _words(args: str) -> list[str]:
     return [a or b for a, b in _ARG.findall(args)]
 
 
-def _slug(text: str) -> str:
-    return _WORDISH.sub("-", text.lower()).strip("-")
-
-
 def _open_tag(tag: str, args: str) -> str:
     element = _CONTAINERS[tag]
     words = _words(args)
-    kind = _slug(words[0]) if words else ""
-    classes = f"tpl tpl-{_slug(tag)}" + (f" tpl-{kind}" if kind else "")
+    kind = slug(words[0]) if words else ""
+    classes = f"tpl tpl-{slug(tag)}" + (f" tpl-{kind}" if kind else "")
     if tag == "Details":
         return f'<details class="{classes}"' + (" open>" if "open" in args else ">")
     opened = f'<{element} class="{classes}">'
@@ -195,13 +192,8 @@ def _heading_ids(state: StateCore) -> None:
                 ids = re.findall(r"#([\w-]+)", match.group(1))
                 explicit = ids[0] if ids else None
         text = "".join(c.content for c in children if c.type in ("text", "code_inline"))
-        anchor = explicit or _slug(text) or "section"
-        base, n = anchor, 1
-        while anchor in seen:
-            n += 1
-            anchor = f"{base}-{n}"
-        seen.add(anchor)
-        token.attrSet("id", anchor)
+        # The one anchor rule, shared with type-ahead (which links to headings unrendered).
+        token.attrSet("id", anchor_for(text, explicit, seen))
 
 
 def _highlight(code: str, lang: str, _attrs: Any) -> str:
