@@ -202,3 +202,27 @@ def test_a_big_stores_first_outline_is_built_in_the_background(nav_mirror: Mirro
         assert time.monotonic() < deadline, "the rebuild after a write never finished"
         time.sleep(0.02)
     assert [s.name for s in nav_mirror.typeahead("brand new")][:1] == [MV3 + "zz-new"]
+
+
+def test_a_failed_rebuild_keeps_the_old_outline_and_says_why(
+    nav_mirror: Mirror, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mirror.service import outline as outline_module
+
+    outline = nav_mirror.outline()
+    assert outline is not None
+
+    def broken(ctx: object) -> None:
+        raise OSError("disk I/O error")
+
+    monkeypatch.setattr(outline_module, "_build_from", broken)
+    new = Document(name=MV3 + "zz-new", title="Brand new page", content="# Brand new page\n")
+    seed(nav_mirror, [new.with_derived_fields()], fetched_at=time.time())
+    with caplog.at_level("WARNING", logger="mirror.service.outline"):
+        assert nav_mirror.outline(wait=False) is outline  # stale: a rebuild starts
+        deadline = time.monotonic() + 30
+        while "not rebuilt" not in caplog.text:
+            assert time.monotonic() < deadline, "the failed rebuild was never reported"
+            time.sleep(0.02)
+    assert "disk I/O error" in caplog.text
+    assert nav_mirror.outline(wait=False) is outline

@@ -8,6 +8,7 @@ previous one keeps answering (a crawl writing every second must not stall every 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +22,8 @@ from ..search.snippets import plain_text
 from ..search.typeahead import Entry, TypeaheadIndex
 from ..symbols.model import Symbol
 from .context import Context
+
+log = logging.getLogger(__name__)
 
 # Without a generation number (PostgreSQL), how long an outline is trusted before a rebuild.
 UNVERSIONED_TTL = 60.0
@@ -135,6 +138,10 @@ class OutlineCache:
     def _rebuild(self, ctx: Context, generation: int | None) -> None:
         try:
             self._store(_build_from(ctx), generation)
+        except Exception as exc:  # a background thread: nobody else would hear of it
+            # The store closed under it, or a read failed: the previous outline (if any)
+            # keeps answering, and the next call tries again.
+            log.warning("the browser's page outline was not rebuilt: %s", exc)
         finally:
             with self._lock:
                 self._rebuilding = False
