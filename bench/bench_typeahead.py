@@ -9,7 +9,8 @@ paragraphs, code), built once into --cache (default ~/.cache/dk-mirror-bench/typ
 reused. Queries are typed one character at a time: page titles, headings and API symbols drawn
 from the store, and corpus words (which often match only in the full text). Every prefix is
 one keystroke, timed as the browser's /typeahead endpoint answers it (Starlette's test client
-in this process: routing, the lookup, full text when the prefixes leave room, JSON).
+in this process: routing, the lookup, full text when the prefixes leave room, JSON), and as
+Mirror.typeahead alone (no HTTP).
 
 Baseline, on the same keystrokes in the same run: raw sqlite3
 `SELECT name, title FROM documents WHERE title LIKE 'prefix%' LIMIT 12`, the least a title-only
@@ -133,6 +134,12 @@ def main() -> None:
         for prefix in typed[:50]:  # warm: page cache, search index readers, statement caches
             ours(prefix)
             baseline(prefix)
+        # The same keystrokes without HTTP: Mirror.typeahead alone (lookup and full text).
+        service_times = []
+        for prefix in typed:
+            t0 = time.perf_counter()
+            mirror.typeahead(prefix, LIMIT)
+            service_times.append(time.perf_counter() - t0)
         our_times, base_times, shown = [], [], 0
         prefix_only, with_text = [], []  # keystrokes the prefixes filled, or full text helped
         for prefix in typed:
@@ -158,6 +165,10 @@ def main() -> None:
             print(
                 f"    {label:<19} {len(part):>5} keystrokes  p50 {ms(median(part))}  p99 {ms(pct(part, 99))}"
             )
+    print(
+        f"  Mirror.typeahead     p50 {ms(median(service_times))}  "
+        f"p99 {ms(pct(service_times, 99))}  (no HTTP)"
+    )
     print(f"  raw sqlite3 LIKE     p50 {ms(b50)}  p99 {ms(b99)}  (titles only)")
     print(f"  ratio ours/raw       p50 {p50 / b50:.2f}x  p99 {p99 / b99:.2f}x")
     met = "met" if p99 <= TARGET_P99 else "MISSED"
