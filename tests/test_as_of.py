@@ -17,8 +17,9 @@ from click.testing import CliRunner
 from mirror.cli.main import cli
 from mirror.config import Settings
 from mirror.errors import InvalidInput, NotThen
-from mirror.models import rfc3339
+from mirror.models import Document, rfc3339
 from mirror.service import Mirror
+from mirror.store.as_of_view import AsOfStore
 
 from .conftest import no_wait_retry
 from .emulator import Emulator
@@ -244,3 +245,20 @@ def test_the_change_log_as_of_a_date_ends_then(drill: Drill) -> None:
     assert changed_later and all(e.observed_at >= T2 for e in changed_later)
     assert then and all(e.observed_at <= BETWEEN for e in then)
     assert {e.id for e in then} == {e.id for e in everything if e.observed_at <= BETWEEN}
+
+
+def test_symbols_as_of_a_date_are_those_of_the_pages_held_then(drill: Drill) -> None:
+    later = T2 + 100
+    with drill.mirror() as now:
+        store = now._ctx().store  # the store `--as-of` wraps in its view
+        chrome = [Document.from_api(d) for d in corpus_documents("developer.chrome.com-en")]
+        store.put(chrome, fetched_at=later, upstream="test")
+        everything = store.symbol_list()
+        assert everything, "the chrome reference pages name symbols"
+        between, after = AsOfStore(store, BETWEEN), AsOfStore(store, later)
+        assert between.symbol_list() == [] and between.symbol_lookup("chrome.", 10) == []
+        assert after.symbol_list() == everything
+        some = everything[0]
+        assert between.symbol_exact(some.name) is None and after.symbol_exact(some.name) == some
+        with pytest.raises(InvalidInput, match="--as-of"):
+            between.rebuild_symbols()

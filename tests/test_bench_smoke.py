@@ -55,6 +55,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "bench_serve": (["--rounds", "20", "--seconds", "0.5", "--levels", "1", "8"], RATIO),
     "bench_shard_relevance": (["--padding", "200", "--split-from", "100"], METRICS),
     "bench_snapshot": (["--docs", "200", "--runs", "1"], RATIO),
+    "bench_typeahead": (["--docs", "300", "--queries", "4", "--cache", "{tmp}"], RATIO),
 }
 
 BENCHES = sorted(path.stem for path in (ROOT / "bench").glob("bench_*.py"))

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .crawl import CrawlSpec
     from .crawl_reports import CrawlOptions, CrawlProgress, CrawlReport
     from .history import VersionDiff
+    from .outline import Outline, OutlineCache, Suggestion
     from .probe import ProbeReport
     from .refresh import RefreshReport
     from .search import SearchResult
@@ -110,6 +111,7 @@ class Mirror:
         self._store: StoreAccess | None = None
         self._upstream: Upstream | None = None
         self._context: Context | None = None
+        self._outline: OutlineCache | None = None
 
     def __enter__(self) -> Mirror:
         return self
@@ -301,6 +303,25 @@ class Mirror:
     def suggest_names(self, name: str, limit: int = 3, exclude: Sequence[str] = ()) -> list[str]:
         """Cached documents nearest to `name`: same path prefix first, then close spelling."""
         return documents.suggest_names(self._ctx(), name, limit, exclude)
+
+    def outline(self, *, wait: bool | None = True) -> Outline | None:
+        """The page tree and type-ahead index of the store, rebuilt in the background after
+        changes (meanwhile the previous one answers). The first build runs now if `wait`,
+        else in the background (None until ready); `wait=None`: now only for a small store."""
+        from .outline import INLINE_BUILD_PAGES, OutlineCache
+
+        if self._outline is None:
+            self._outline = OutlineCache()
+        if wait is None:
+            wait = self._outline.ready or self.stats().with_content <= INLINE_BUILD_PAGES
+        return self._outline.get(self._ctx(), self.store_generation(), wait=wait)
+
+    def typeahead(self, query: str, limit: int = 10) -> list[Suggestion]:
+        """Symbols, titles and headings starting with `query`, then local full-text pages;
+        never upstream."""
+        from .outline import local_full_text, suggest
+
+        return suggest(self.outline(wait=None), query, limit, local_full_text(self._ctx()))
 
     # -- refresh and history -----------------------------------------------------------------
 

@@ -273,9 +273,32 @@ def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     if ranking is None:
         # Every document gives at least one chunk, so this many documents always fill the page.
         ranking = lexical_ranking(ctx, request.query, limit=need, node=request.node)
+    ranking = symbol_first(ctx, request.query, ranking, request.node)
     results, more = grouped_page(ctx, request.query, ranking, offset=offset, size=request.page_size)
     token = _encode_token(request, offset + request.page_size) if more else None
     return SearchPage(tuple(results), token)
+
+
+# A query that is one API name, as typed in code: `chrome.storage.local.get`, `Dense()`.
+_SYMBOL = re.compile(r"^\s*([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)(?:\(\))?\s*$")
+
+
+def symbol_first(
+    ctx: Context, query: str, ranking: list[DocumentHit], node: filters.Node | None
+) -> list[DocumentHit]:
+    """`ranking` with the page documenting the symbol `query` names exactly (the symbol
+    index, case folded) first, when there is one and it passes the filter."""
+    spelled = _SYMBOL.match(query)
+    symbol = ctx.store.symbol_exact(spelled.group(1)) if spelled else None
+    if symbol is None:
+        return ranking
+    page = symbol.document
+    if node is not None and not ctx.store.passing([page], node):
+        return ranking
+    from ..store.textindex.ranking import DocumentHit
+
+    best = ranking[0].score if ranking else 1.0
+    return [DocumentHit(page, float("-inf"), best), *(h for h in ranking if h.name != page)]
 
 
 # Hybrid ranking (the `semantic` extra, after `dk-mirror index update`): how deep each tier's

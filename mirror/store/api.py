@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         Version,
     )
     from ..search.filters import Node
+    from ..symbols.model import Symbol
     from .reader import Reader
     from .store import Store
     from .tables.buckets import Buckets
@@ -158,6 +159,19 @@ class StoreReads(Protocol):
         """How the search index compares with the documents."""
         ...
 
+    def symbol_exact(self, name: str) -> Symbol | None:
+        """The symbol called `name` (case folded) whose page is stored, or None."""
+        ...
+
+    def symbol_lookup(self, prefix: str, limit: int) -> list[Symbol]:
+        """Up to `limit` symbols whose name, or else whose last part, starts with `prefix`:
+        an exact name first, then shorter names, then by name."""
+        ...
+
+    def symbol_list(self) -> list[Symbol]:
+        """Every symbol whose page is stored, one per name, by name."""
+        ...
+
     def semantic_state(self) -> VectorState | None:
         """The semantic index's model and generation (None: never built)."""
         ...
@@ -241,6 +255,10 @@ class StoreAccess(StoreReads, Protocol):
 
     def rebuild_index(self) -> int:
         """Rebuild the search index from the documents; how many it holds."""
+        ...
+
+    def rebuild_symbols(self) -> int:
+        """Derive the symbol index from the documents again; how many rows it holds."""
         ...
 
     def on_written(self, watcher: Callable[[list[str]], None]) -> None:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..changes.events import ChangeEvent, ChangeFilter
     from ..models import Answer, PutReport, SearchPage, Stamp, StoreFacts, Version
     from ..search.filters import Node
+    from ..symbols.model import Symbol
     from .api import StoreAccess
     from .store import Store
     from .tables.buckets import Buckets
@@ -118,6 +119,30 @@ class AsOfStore:
             )
             for o in found
         }
+
+    # Symbols: the index as it is now, of the pages the store held then. A page changed since
+    # shows its current symbols: the index keeps no history (a view is read rarely, and a
+    # symbol's name and type seldom change when its page does).
+
+    def symbol_exact(self, name: str) -> Symbol | None:
+        """The symbol called `name` if its page was held then."""
+        found = self.store.symbol_exact(name)
+        return found if found is not None and self._held_then([found]) else None
+
+    def symbol_lookup(self, prefix: str, limit: int) -> list[Symbol]:
+        """Up to `limit` symbols starting with `prefix` whose pages were held then."""
+        return self._held_then(self.store.symbol_lookup(prefix, limit))
+
+    def symbol_list(self) -> list[Symbol]:
+        """Every symbol whose page was held then."""
+        return self._held_then(self.store.symbol_list())
+
+    def _held_then(self, symbols: list[Symbol]) -> list[Symbol]:
+        pages = sorted({s.document for s in symbols})
+        held = (
+            {o.version.name for o in self.as_of(self.at, names=pages).observed} if pages else set()
+        )
+        return [s for s in symbols if s.document in held]
 
     def list_documents(
         self, prefix: str | None = None, limit: int | None = None, *, content_only: bool = False
@@ -288,6 +313,10 @@ class AsOfStore:
     def rebuild_index(self) -> int:
         """Refused."""
         self.refuse("rebuild the search index")
+
+    def rebuild_symbols(self) -> int:
+        """Refused."""
+        self.refuse("rebuild the symbol index")
 
     def begin_vectors(
         self, model_key: str, *, rebuild: bool = False, names: Sequence[str] | None = None

@@ -38,6 +38,7 @@ from .db.rows import cached_document
 if TYPE_CHECKING:
     from ..changes.events import ChangeEvent, ChangeFilter
     from ..search.filters import Node
+    from ..symbols.model import Symbol
     from .store import Store
     from .tables.buckets import Buckets
     from .tables.recorded import RecordedAnswer, RecordedPage
@@ -234,6 +235,39 @@ class Reader:
     def rebuild_index(self) -> int:
         """Rebuild the search index from the documents (through the full Store)."""
         return self.full().rebuild_index()
+
+    def symbol_exact(self, name: str) -> Symbol | None:
+        """The symbol called `name` (case folded) whose page is stored, or None."""
+        from .db import symbol_sql  # here: a cold `get` never looks symbols up
+
+        rows = self._conn.execute(symbol_sql.EXACT, {"key": name.strip().casefold()})
+        found = symbol_sql.best(rows)
+        return found[0] if found else None
+
+    def symbol_lookup(self, prefix: str, limit: int) -> list[Symbol]:
+        """Up to `limit` symbols whose name, or else whose last part, starts with `prefix`."""
+        from .db import symbol_sql  # here: a cold `get` never looks symbols up
+
+        params = symbol_sql.prefix_params(prefix, limit)
+        self._conn.execute("BEGIN")  # both lookups on one snapshot
+        try:
+            by_key = self._conn.execute(symbol_sql.BY_KEY, params).fetchall()
+            by_leaf = []
+            if len(by_key) < limit:
+                by_leaf = self._conn.execute(symbol_sql.BY_LEAF, params).fetchall()
+        finally:
+            self._conn.execute("COMMIT")
+        return symbol_sql.merged(by_key, by_leaf, limit)
+
+    def symbol_list(self) -> list[Symbol]:
+        """Every symbol whose page is stored, one per name, by name."""
+        from .db import symbol_sql  # here: a cold `get` never looks symbols up
+
+        return symbol_sql.best(self._conn.execute(symbol_sql.ALL))
+
+    def rebuild_symbols(self) -> int:
+        """Derive the symbol index again (through the full Store)."""
+        return self.full().rebuild_symbols()
 
     def facts(self, *, integrity: bool = False) -> StoreFacts:
         """Where the store is and its state (`integrity`: also run SQLite's quick_check)."""

@@ -34,6 +34,7 @@ from .db.failures import from_dbapi
 from .db.generation import GenerationProbe, probe_for
 from .db.rows import cached_document, upsert
 from .searching import Searching
+from .symbol_index import SymbolIndex
 from .textindex.choose import engine_for
 from .write.prepared import PREPARED_AHEAD, PUT_BATCH, PUT_BATCH_CHARS, Prepared, prepare
 from .write.prepared import batches as in_batches
@@ -55,13 +56,14 @@ from .schema import counts as _counts, crawl as _crawl  # noqa: F401  isort: ski
 from .schema import embeddings as _embeddings, index as _index  # noqa: F401  isort: skip
 from .schema import recordings as _recordings, versions as _versions  # noqa: F401  isort: skip
 from .schema import changes as _changes  # noqa: F401  isort: skip
+from .schema import symbols as _symbols  # noqa: F401  isort: skip
 
 _BY_NAMES = select(documents).where(documents.c.name.in_(bindparam("names", expanding=True)))
 # Pooled connections beyond a server's worker threads: a writer's, and the event loop's.
 POOL_RESERVE = 2
 
 
-class Store(Searching):
+class Store(Searching, SymbolIndex):
     """Documents keyed by resource name, in one database."""
 
     def __init__(self, engine: Engine, *, keep_versions: int = DEFAULT_KEEP_VERSIONS) -> None:
@@ -354,7 +356,7 @@ class Store(Searching):
         self, conn: Connection, batch: Prepared, indexing: Indexing | None = None
     ) -> list[str]:
         # Imported here: cold `dk-mirror get --offline` pays for every import.
-        from .tables import changes, vectors, versions
+        from .tables import changes, symbols, vectors, versions
 
         # Same transaction: documents, their history, change log and search index commit or
         # roll back together. A copy without content is "changed" too: its old chunks must go.
@@ -371,6 +373,7 @@ class Store(Searching):
         )
         conn.execute(self._upsert, batch.rows)
         index.reindex(conn, changed, batch.entries)
+        symbols.replace(conn, changed)  # a page's symbols change with its content, never later
         names = [doc.name for doc in changed]
         vectors.forget(conn, names)
         changes.append(conn, events)  # last: see turns.take_log

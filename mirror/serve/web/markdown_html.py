@@ -8,6 +8,7 @@ output still goes through `web_sanitize`, which decides what survives.
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from functools import lru_cache
 from typing import Any
@@ -19,10 +20,14 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from ...search.headings import anchor_for, slug
+
 # Pygments token classes get this prefix, so the sanitiser can tell them from a document's own
 # classes (which it drops) and our stylesheet cannot be spoofed by document markup.
 CODE_CLASS_PREFIX = "hl-"
 PYGMENTS_STYLE = "default"
+# ... and under a dark colour scheme (the page follows prefers-color-scheme).
+PYGMENTS_DARK_STYLE = "github-dark"
 # Lexing is regex-driven; a huge block is shown plain rather than risking a slow page.
 _MAX_HIGHLIGHT = 200_000
 
@@ -33,7 +38,6 @@ _HEADING_IAL = re.compile(r"\s*\{:\s*([^}]*)\}\s*$")
 _ARG = re.compile(r""""([^"]*)"|'([^']*)'""")
 _KW_ARG = re.compile(r"""(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _COMMENT = re.compile(r"\{#.*?#\}", re.DOTALL)
-_WORDISH = re.compile(r"[^a-z0-9]+")
 
 # Container tags of the source sites, and the HTML element each becomes.
 _CONTAINERS = {
@@ -85,15 +89,11 @@ def _words(args: str) -> list[str]:
     return [a or b for a, b in _ARG.findall(args)]
 
 
-def _slug(text: str) -> str:
-    return _WORDISH.sub("-", text.lower()).strip("-")
-
-
 def _open_tag(tag: str, args: str) -> str:
     element = _CONTAINERS[tag]
     words = _words(args)
-    kind = _slug(words[0]) if words else ""
-    classes = f"tpl tpl-{_slug(tag)}" + (f" tpl-{kind}" if kind else "")
+    kind = slug(words[0]) if words else ""
+    classes = f"tpl tpl-{slug(tag)}" + (f" tpl-{kind}" if kind else "")
     if tag == "Details":
         return f'<details class="{classes}"' + (" open>" if "open" in args else ">")
     opened = f'<{element} class="{classes}">'
@@ -192,13 +192,8 @@ def _heading_ids(state: StateCore) -> None:
                 ids = re.findall(r"#([\w-]+)", match.group(1))
                 explicit = ids[0] if ids else None
         text = "".join(c.content for c in children if c.type in ("text", "code_inline"))
-        anchor = explicit or _slug(text) or "section"
-        base, n = anchor, 1
-        while anchor in seen:
-            n += 1
-            anchor = f"{base}-{n}"
-        seen.add(anchor)
-        token.attrSet("id", anchor)
+        # The one anchor rule, shared with type-ahead (which links to headings unrendered).
+        token.attrSet("id", anchor_for(text, explicit, seen))
 
 
 def _highlight(code: str, lang: str, _attrs: Any) -> str:
@@ -218,14 +213,23 @@ def _formatter() -> HtmlFormatter[str]:
 
 
 def pygments_css() -> str:
-    """The stylesheet for highlighted code (static/pygments.css is this, generated)."""
-    formatter: HtmlFormatter[str] = HtmlFormatter(
-        style=PYGMENTS_STYLE, classprefix=CODE_CLASS_PREFIX
-    )
+    """The stylesheet for highlighted code, light and dark (static/pygments.css is this)."""
+    dark = "\n".join("  " + rule for rule in _style_rules(PYGMENTS_DARK_STYLE))
+    light = "\n".join(_style_rules(PYGMENTS_STYLE))
+    return f"{light}\n@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"
+
+
+def _style_rules(style: str) -> list[str]:
+    formatter: HtmlFormatter[str] = HtmlFormatter(style=style, classprefix=CODE_CLASS_PREFIX)
     rules = str(formatter.get_style_defs(".highlight")).splitlines()
     # Docs elide code (`...` in JSON): the lexer calls that an error, and a red box around
-    # every elision is noise, so error tokens are drawn like plain text.
-    return "\n".join(r for r in rules if f".{CODE_CLASS_PREFIX}err " not in r) + "\n"
+    # every elision is noise, so error tokens are drawn like plain text. The page's own
+    # stylesheet draws the block (its background follows the colour scheme).
+    return [
+        r
+        for r in rules
+        if f".{CODE_CLASS_PREFIX}err " not in r and not r.startswith(".highlight {")
+    ]
 
 
 @lru_cache(maxsize=1)
@@ -239,4 +243,24 @@ def _parser() -> MarkdownIt:
 
 def render(markdown: str) -> str:
     """A document's Markdown as HTML, before sanitising."""
-    return str(_parser().render(preprocess(markdown)))
+    return render_with_toc(markdown)[0]
+
+
+# Headings listed in a page's table of contents (h1 is the page's own title).
+TOC_LEVELS = (2, 3)
+
+
+def render_with_toc(markdown: str) -> tuple[str, list[tuple[int, str, str]]]:
+    """The HTML (before sanitising) and the table of contents: (level, id, text) of each
+    h2 and h3, from the same parse, so every entry's id is one the page carries."""
+    md = _parser()
+    tokens = md.parse(preprocess(markdown))
+    toc = []
+    for token, inline in itertools.pairwise(tokens):
+        level = int(token.tag[1:]) if token.type == "heading_open" else 0
+        if level in TOC_LEVELS:
+            words = "".join(
+                c.content for c in inline.children or [] if c.type in ("text", "code_inline")
+            )
+            toc.append((level, str(token.attrGet("id")), " ".join(words.split())))
+    return str(md.renderer.render(tokens, md.options, {})), toc

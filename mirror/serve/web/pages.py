@@ -18,10 +18,11 @@ HERE = Path(__file__).resolve().parent
 TEMPLATES_DIR = HERE / "templates"
 STATIC_DIR = HERE / "static"
 
-# Pages load only our own stylesheet: no script runs at all, no inline style, images only from
-# here or data: URIs, and nothing may frame the pages or send a form elsewhere.
+# Pages load only our own stylesheet and script (type-ahead, the tree): no inline script or
+# style, images only from here or data: URIs, and nothing may frame the pages or send a form
+# elsewhere. Every page works with scripts off too.
 CSP = (
-    "default-src 'self'; style-src 'self'; img-src 'self' data:; script-src 'none'; "
+    "default-src 'self'; style-src 'self'; img-src 'self' data:; script-src 'self'; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 PAGE_HEADERS = {

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -27,15 +27,18 @@ from ..api_errors import served, status_of
 from . import change_pages
 from . import links as web_links
 from . import markdown_html as web_markdown
+from . import nav as web_nav
 from . import sanitize as web_sanitize
 from . import views as web_views
-from .pages import STATIC_DIR, page
+from .pages import PAGE_HEADERS, STATIC_DIR, page
 
 if TYPE_CHECKING:
     from ...service import Mirror
 
 # More candidate names than this in one page are not looked up (the rest count as missing).
 MAX_LINK_LOOKUP = 2000
+# Type-ahead results per keystroke: what fits on a screen (the caller may ask for fewer).
+TYPEAHEAD_LIMIT = 12
 # How long the set of mirrored hosts is reused between pages (it only matters for marking).
 HOSTS_TTL = 30.0
 
@@ -61,6 +64,8 @@ def web_routes(mirror: Mirror, options: WebOptions) -> list[BaseRoute]:
         Route("/browse/{path:path}", pages.browse, methods=["GET", "HEAD"], name="web_browse"),
         Route("/doc/{name:path}", pages.document, methods=["GET", "HEAD"], name="web_doc"),
         Route("/search", pages.search, methods=["GET", "HEAD"], name="web_search"),
+        Route("/typeahead", pages.typeahead, methods=["GET", "HEAD"], name="web_typeahead"),
+        Route("/tree.json", pages.tree, methods=["GET", "HEAD"], name="web_tree"),
         Route("/status", pages.status, methods=["GET", "HEAD"], name="web_status"),
         Route("/history/{name:path}", pages.history, methods=["GET", "HEAD"], name="web_history"),
         Route("/changes", pages.changes, methods=["GET", "HEAD"], name="web_changes"),
@@ -155,9 +160,10 @@ class _Pages:
         doc, served = result.documents[0], result.served[0]
         # Relative links resolve against the page's address, and only a web address will do.
         base_uri = doc.uri if web_links.is_web_url(doc.uri) else naming.uri_of(name)
-        body = web_sanitize.parse(
-            web_markdown.render(web_views.without_title(doc.content or "", doc.title))
+        markup, toc = web_markdown.render_with_toc(
+            web_views.without_title(doc.content or "", doc.title)
         )
+        body = web_sanitize.parse(markup)
         # One batched lookup answers "is it mirrored?" for every link on the page.
         wanted = web_links.all_candidates(body.hrefs, base_uri)[:MAX_LINK_LOOKUP]
         existing = self.mirror.cached_names(wanted)
@@ -166,8 +172,16 @@ class _Pages:
             lambda href: web_links.classify(href, base_uri, existing, hosts, current=name)
         )
         parent = name.rsplit("/", 1)[0] + "/"
+        # A big store's first outline is built in the background: until then, no tree.
+        outline = self.mirror.outline(wait=None)
+        before, after = web_nav.neighbours(outline.tree, name) if outline else (None, None)
         return page(
             "doc.html",
+            tree=web_nav.tree_for(outline.tree, name) if outline else [],
+            # Only headings whose id survived the sanitiser: every entry must lead somewhere.
+            toc=[entry for entry in toc if f' id="{entry[1]}"' in html],
+            before=before,
+            after=after,
             doc=doc,
             description=plain_text(doc.description or ""),
             served=served,
@@ -225,6 +239,52 @@ class _Pages:
             first_url="/search?" + urlencode({"q": q}) if token else None,
             section="search",
         )
+
+    def typeahead(self, request: Request) -> Response:
+        """JSON for the search box: what matches the text typed so far (the store only)."""
+        start = time.perf_counter()
+        q = request.query_params.get("q", "")[:200]
+        try:
+            limit = min(max(int(request.query_params.get("limit", TYPEAHEAD_LIMIT)), 1), 50)
+        except ValueError:
+            limit = TYPEAHEAD_LIMIT
+        try:
+            found = self.mirror.typeahead(q, limit)
+        except MirrorError as exc:
+            status, _code = status_of(exc)
+            message, _hint = served(exc, secret=self.mirror.settings.api_key)
+            return JSONResponse({"error": message}, status, headers=PAGE_HEADERS)
+        results = [
+            {
+                "kind": s.kind,
+                "label": s.label,
+                "context": s.context,
+                "url": web_links.doc_path(s.name) + (f"#{s.anchor}" if s.anchor else ""),
+            }
+            for s in found
+        ]
+        body = {"query": q, "count": len(results), "results": results}
+        response = JSONResponse(body, headers=PAGE_HEADERS)
+        # The server's own time per keystroke, as browsers' developer tools show it (and
+        # bench_typeahead reads it): lookup, full text and JSON, without the network.
+        elapsed = (time.perf_counter() - start) * 1000
+        response.headers["Server-Timing"] = f"typeahead;dur={elapsed:.2f}"
+        return response
+
+    def tree(self, request: Request) -> Response:
+        """JSON of one folder of the navigation tree, for opening it in place."""
+        prefix = request.query_params.get("prefix", "")
+        outline = self.mirror.outline(wait=None)
+        if outline is None:
+            body = {"error": "the page tree is still being built; try again in a few seconds"}
+            return JSONResponse(body, 503, headers={**PAGE_HEADERS, "Retry-After": "5"})
+        try:
+            found = web_nav.folder_json(outline.tree, naming.normalize(prefix) + "/")
+        except InvalidInput:
+            found = None
+        if found is None:
+            return JSONResponse({"error": "no such folder"}, 404, headers=PAGE_HEADERS)
+        return JSONResponse(found, headers=PAGE_HEADERS)
 
     @_errors
     def history(self, request: Request) -> Response:
