@@ -218,9 +218,10 @@ def build_tiers(folder: Path, corpus: str | None, semantic: bool) -> tuple[dict[
     if by_bm25s is not None:
         tiers["bm25s"] = by_bm25s
     if fused is not None:
+        from mirror.service.semantic import dense as dense_ranking
 
         def dense(query: str) -> list[str] | None:
-            near = store.dense_ranking(query, limit=POOL)
+            near = dense_ranking(store, query, limit=POOL)
             return [name for name, _ in near] if near is not None else None
 
         tiers["BM25 + dense RRF"] = fused_baseline(bare, dense)

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -202,3 +203,52 @@ def test_a_store_the_reader_cannot_open_takes_the_full_path(tmp_path: Path) -> N
     )
     assert (tmp_path / "new" / "store.sqlite3").is_file(), run.stderr
     assert "'alembic', 'sqlalchemy'" in run.stderr.strip().splitlines()[-1], run.stderr
+
+
+def _embedded(url: str) -> None:
+    """Vectors for every document of the store at `url`, by the default (static) model."""
+    from mirror.semantic import model
+    from mirror.service import semantic
+
+    store = Store.open(url)
+    try:
+        assert semantic.build(store, model.status()) > 0
+    finally:
+        store.close()
+
+
+def test_reader_and_store_read_the_same_vectors(sample_url: str) -> None:
+    from mirror.semantic import model
+
+    _embedded(sample_url)
+    key = model.status().key
+    store = Store.open(sample_url)
+    reader = Reader.open(sample_url)
+    assert reader is not None
+    try:
+        # A changed document's vector is stale: neither side may return it.
+        first = next(iter(store.get_many([NAME]).values())).document
+        store.put(
+            [replace(first, content=f"{first.content}\n\nchanged")], fetched_at=2.0, upstream="t"
+        )
+        full, cold = store.vector_rows(key), reader.vector_rows(key)
+        assert full == cold and cold[0] is not None
+        assert NAME not in cold[1] and len(cold[1]) == len(cold[2]) == len(cold[3]) > 10
+        assert reader.vector_rows("another model")[1:] == ([], [], [])
+    finally:
+        reader.close()
+        store.close()
+
+
+@pytest.mark.slow
+def test_a_hybrid_search_imports_no_heavy_library(sample_url: str) -> None:
+    """With vectors on, the cold search reads them on its own connection (no SQLAlchemy)."""
+    _embedded(sample_url)
+    env = {**os.environ, "DK_MIRROR_DB": sample_url, "PYTHONPATH": str(ROOT)}
+    argv = ["search", "--offline", "why does a page wait before it reacts to a tap"]
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert run.stdout.strip(), run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr

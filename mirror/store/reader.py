@@ -320,8 +320,19 @@ class Reader:
     def vector_rows(
         self, model_key: str
     ) -> tuple[VectorState | None, list[str], list[bytes], list[float]]:
-        """The semantic index's current vectors (through the full Store)."""
-        return self.full().vector_rows(model_key)
+        """The semantic index's current vectors, read here in one snapshot: a cold search with
+        vectors on then never opens the full Store (importing SQLAlchemy alone costs more
+        than the whole search)."""
+        from .tables.vector_state import VectorState
+
+        self._conn.execute("BEGIN")
+        try:
+            row = self._conn.execute(sql.SEMANTIC_STATE).fetchone()
+            found = self._conn.execute(sql.CURRENT_VECTORS, {"key": model_key}).fetchall()
+        finally:
+            self._conn.execute("COMMIT")
+        state = None if row is None else VectorState(row[0], int(row[1]))
+        return state, [r[0] for r in found], [bytes(r[1]) for r in found], [r[2] for r in found]
 
     def passing(self, names: Sequence[str], where: Node) -> set[str]:
         """The names among `names` whose documents pass `where` (through the full Store)."""

@@ -128,6 +128,12 @@ PG_HAS_COLUMN = (
 )
 # The semantic index's model and generation: none until `dk-mirror index update` turned it on.
 SEMANTIC_STATE = "SELECT model, generation FROM semantic_state WHERE id = 1"
+# The current vectors of one model (tables/vectors.py's `rows`): this model's, of the content
+# as it is now, in name order.
+CURRENT_VECTORS = (
+    "SELECT v.name, v.vector, v.scale FROM doc_vectors v JOIN documents d ON d.name = v.name"
+    " AND v.model = :key AND v.content_sha256 IS d.content_sha256 ORDER BY v.name"
+)
 
 RECORDED_PAGE = "SELECT response_json, recorded_at, upstream FROM search_pages WHERE key = :key"
 RECORDED_ANSWER = (
