@@ -274,3 +274,26 @@ def test_migration_fills_the_index_from_stored_pages(tmp_path: Path) -> None:
         assert _typed(store.symbol_list()) == _typed(extract(REF + "alarms", ALARMS))
     finally:
         store.close()
+
+
+@pytest.mark.sqlite_only
+def test_cli_lists_symbols_by_prefix_and_counts_them(db_url: str) -> None:
+    from click.testing import CliRunner
+
+    from mirror.cli.main import cli
+
+    store = Store.open(db_url)
+    store.put([_page(REF + "tts"), _page(REF + "readingList")], fetched_at=1.0, upstream="t")
+    store.close()
+    run = CliRunner().invoke
+    listed = run(cli, ["symbols", "chrome.tts.s", "--json", "--db", db_url])
+    assert listed.exit_code == 0, listed.output
+    rows = [json.loads(line) for line in listed.output.splitlines()]
+    assert [(r["name"], r["type"]) for r in rows] == [
+        ("chrome.tts.stop", "Method"),
+        ("chrome.tts.speak", "Method"),
+    ]
+    counts = run(cli, ["symbols", "--counts", "--json", "--db", db_url])
+    assert json.loads(counts.output) == {"total": 9, "byType": {"Namespace": 2, "Method": 7}}
+    missing = run(cli, ["symbols", "nothing.here", "--db", db_url])
+    assert missing.exit_code == 0 and "no symbols starting with nothing.here" in missing.output

@@ -129,6 +129,11 @@ LAZY = {
         "Pinned, hash-verified document sets: export, verify, import, diff, check.",
     ),
     "status": Lazy("admin", "status", "Counts, bytes, freshness, and where the store is."),
+    "symbols": Lazy(
+        "symbols",
+        "symbols",
+        "List the API symbols (methods, events, types...) the stored reference pages define.",
+    ),
     "sync": Lazy(
         "ci",
         "sync",

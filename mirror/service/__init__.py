@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ..store.reader import Reader
     from ..store.store import Store
     from ..store.textindex.api import IndexState
+    from ..symbols.model import Symbol
     from ..upstream import Upstream
     from ..upstream.pacing import Pacing
     from ..upstream.retry import RetryPolicy
@@ -530,3 +531,16 @@ class Mirror:
     def rebuild_index(self) -> int:
         """Rebuild the local search index from the stored documents; returns how many."""
         return self._ctx().store.rebuild_index()
+
+    def symbol_exact(self, name: str) -> Symbol | None:
+        """The API symbol called `name` (case folded) whose page is stored, or None."""
+        return self._ctx().store.symbol_exact(name)
+
+    def symbol_lookup(self, prefix: str, limit: int = 20) -> list[Symbol]:
+        """Up to `limit` API symbols whose name, or else whose last part, starts with
+        `prefix`: an exact name first, then shorter names."""
+        return self._ctx().store.symbol_lookup(prefix, limit)
+
+    def symbol_list(self) -> list[Symbol]:
+        """Every API symbol whose page is stored, one per name, by name."""
+        return self._ctx().store.symbol_list()
