@@ -122,8 +122,9 @@ _NUMBER_OK = re.compile(r"^\d{1,4}$")
 _NUMERIC = frozenset({"colspan", "rowspan", "start", "width", "height"})
 # Only inline images survive (no external fetches); SVG is excluded as it can carry script.
 _DATA_IMAGE = re.compile(r"^data:image/(?:png|gif|jpeg|webp);base64,[A-Za-z0-9+/=\s]+$")
-# The last check before an href is written: only web links, our own pages and fragments.
-_SAFE_HREF = re.compile(r"^(?:https?://|mailto:|/doc/|#)")
+# The last check before an href is written: only web links, our own pages, fragments, and
+# an export's relative paths between its files (no `:` before the fragment, so no scheme).
+_SAFE_HREF = re.compile(r"^(?:https?://|mailto:|/doc/|#|(?:\.\./)*[\w%~-][\w%~./-]*(?:#\S*)?$)")
 
 # nh3 escapes `<` and `>` in text and attribute values and double-quotes every value, so in
 # its output every `<` opens a real tag and these two patterns read tags exactly.
