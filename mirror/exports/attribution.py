@@ -33,5 +33,5 @@ def credit_line(uri: str | None) -> str:
     where = f"<{uri}>" if uri else "Google's developer documentation"
     return (
         f"Source: {where}. Content under CC BY 4.0 ({CC_BY}), code samples under "
-        f"Apache 2.0 ({APACHE}); see NOTICE.md."
+        f"Apache 2.0 ({APACHE}); see NOTICE.md at the top of this export."
     )

@@ -21,6 +21,7 @@ from pathlib import PurePosixPath
 from typing import Any, NamedTuple, Protocol
 
 from ..models import Document, data_source_of
+from .source import Selection
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,15 +54,18 @@ class Entry:
 
 
 class Pages:
-    """The selected pages: `entries` (all, by name) and `documents()` (streamed, same order)."""
+    """The selected pages: `entries` (all, by name), `documents()` (streamed, same order), and
+    the `selection` that chose them."""
 
     def __init__(
         self,
         entries: list[Entry],
         read: Callable[[], Iterator[Document]],
         progress: Callable[[int, int], None] | None = None,
+        selection: Selection | None = None,
     ) -> None:
         self.entries = entries
+        self.selection = selection or Selection()
         self.names = frozenset(e.name for e in entries)
         self._read = read
         self._progress = progress

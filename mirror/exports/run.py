@@ -81,7 +81,7 @@ def export(
             "no document with content matches the selection",
             hint="check --prefix, or fetch the documents first (dk-mirror fetch / crawl)",
         )
-    pages = Pages(entries, lambda: read_documents(store, selection), progress)
+    pages = Pages(entries, lambda: read_documents(store, selection), progress, selection)
     writer = TreeWriter(out)
     old = previous.files if previous is not None else frozenset()
     try:
