@@ -85,11 +85,12 @@ LAZY = {
         "doctor",
         "Check SQLite, the store, the API key, and (unless --offline) one real upstream request.",
     ),
-    "export-md": Lazy(
-        "ci",
-        "export_md",
-        "Write one .md file per document (front matter + Markdown) and an index.md.",
+    "export": Lazy(
+        "exports",
+        "export",
+        "Export the docs for other readers: md, a static site with search, llms.txt.",
     ),
+    "export-md": Lazy("exports", "export_md", "The former name of `export md DIRECTORY`."),
     "history": Lazy(
         "history",
         "history",

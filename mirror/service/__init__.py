@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import ConfigError, NetworkForbidden
@@ -31,6 +31,7 @@ from .documents import (
 from .imports import ImportFileReport
 
 if TYPE_CHECKING:
+    from ..exports.run import ExportReport
     from ..models import Version
     from ..snapshots.diff import Diff
     from ..snapshots.format import Manifest, Snapshot
@@ -415,11 +416,26 @@ class Mirror:
 
         return ci.sync_locked(self._ctx(), lock_path, source=source)
 
-    def export_markdown(self, root: Path, *, prefix: str | None = None) -> int:
-        """Write the documents as a Markdown tree with an index."""
-        from . import ci
+    def export(
+        self,
+        format_name: str,
+        out: Path,
+        *,
+        prefix: str | None = None,
+        lock: Path | None = None,
+        options: Mapping[str, Any] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ExportReport:
+        """Export the selected documents as `format_name` (md, site, llms, ...) into `out`."""
+        from ..exports.run import export
+        from ..exports.source import Selection
 
-        return ci.export_markdown(self._ctx(), root, prefix=prefix_form(prefix) if prefix else None)
+        selection = Selection(prefix=prefix_form(prefix) if prefix else None, lock=lock)
+        return export(self._ctx().store, format_name, out, selection, options, progress)
+
+    def export_markdown(self, root: Path, *, prefix: str | None = None) -> int:
+        """Write the documents as a Markdown tree with an index (`export("md", ...)`)."""
+        return self.export("md", root, prefix=prefix).pages
 
     @staticmethod
     def verify_snapshot(path: Path, *, max_document_bytes: int | None = None) -> VerifyReport:
