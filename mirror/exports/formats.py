@@ -41,6 +41,27 @@ class Spec:
 
 SPECS: tuple[Spec, ...] = (
     Spec(
+        "docset",
+        "mirror.exports.docset.export",
+        "A Dash/Zeal docset: pages, a typed search index of API symbols, and a feed.",
+        (
+            Option(
+                "--docset-name",
+                "docset_name",
+                str,
+                "docset: the name of NAME.docset (and of NAME.tgz, NAME.xml).",
+                "dk-mirror",
+            ),
+            Option(
+                "--feed-url",
+                "feed_url",
+                str,
+                "docset: the URL OUT will be served from (file:// works): writes NAME.tgz and "
+                "the feed NAME.xml pointing at it, for Dash and Zeal to subscribe to.",
+            ),
+        ),
+    ),
+    Spec(
         "llms",
         "mirror.exports.llms",
         "llms.txt per data source, one .md per page, and a size-capped llms-full.txt.",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ...symbols import choose
 from ...symbols.model import Symbol
 
 # Only names whose documenting page is stored with content are shown: a link can name a
@@ -36,17 +37,9 @@ def prefix_params(prefix: str, limit: int) -> dict[str, Any]:
 
 
 def best(rows: Iterable[Sequence[Any]]) -> list[Symbol]:
-    """One symbol per name from rows of _COLUMNS, in the order names first appear: the row
-    read from the page that documents the name, else one with an anchor, else the first by
-    page name."""
-    chosen: dict[str, tuple[tuple[bool, bool, str], Symbol]] = {}
-    for row in rows:
-        name, kind, document, anchor, parent, source = row[:6]
-        rank = (source != document, anchor is None, document)
-        held = chosen.get(name)
-        if held is None or rank < held[0]:
-            chosen[name] = (rank, Symbol(name, kind, document, anchor, parent))
-    return [symbol for _, symbol in chosen.values()]
+    """One symbol per name from rows of _COLUMNS, in the order names first appear
+    (symbols/choose.py says which)."""
+    return choose.best((Symbol(*row[:5]), row[5]) for row in rows)
 
 
 def ranked(rows: Sequence[Sequence[Any]]) -> list[Symbol]:

@@ -1,0 +1,35 @@
+"""`export docset`: the docset format of the export machinery (exports/base.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..base import OutFile, Pages
+from .build import DocsetSpec, docset_files
+
+
+class Docset:
+    """One run of the docset format: `docset_name` and `feed_url` from its options."""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        name = options.get("docset_name")
+        self.spec = DocsetSpec(
+            name=DocsetSpec().name if name is None else str(name),
+            feed_url=options.get("feed_url") or None,
+        )
+        self.spec.check()  # before anything is read or written
+        self.notes: list[str] = []
+
+    def files(self, pages: Pages) -> Iterator[OutFile]:
+        """The docset's files (see build.py), pages first, its index and feed last."""
+        for path, data in docset_files(pages.documents(), pages.names, self.spec):
+            yield OutFile(path, data)
+        if self.spec.feed_url is None:
+            self.notes.append(
+                "no feed written: give --feed-url URL (where OUT is served; file:// works) "
+                f"for {self.spec.name}.xml and {self.spec.name}.tgz, so Dash and Zeal can update"
+            )
+
+
+FORMAT = Docset
