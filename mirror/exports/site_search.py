@@ -5,12 +5,13 @@ both refused to a page opened from disk: Pagefind/pagefind#202), and the site mu
 USB stick. So the index is plain JavaScript files that a page adds as `<script>` tags, which
 browsers do load from disk:
 
-    _dk/search/docs.js      dkSearch.docs([[path, title, host, description], ...])
+    _dk/search/docs.js      dkSearch.docs([[path, title, host, description], ...], [key, ...])
     _dk/search/<key>.js     dkSearch.shard(key, {term: [doc, weight, doc, weight, ...], ...})
 
 A term's shard is named by its first two characters (`shard_key`), so a query loads only the
-shards of its words, and a word being typed (a prefix of two or more characters) finds all its
-completions in one shard. Documents are numbered in name order and every map is written with
+shards of its words (docs.js lists the shards there are, so a word no page has asks for no
+file), and a word being typed (a prefix of two or more characters) finds all its completions
+in one shard. Documents are numbered in name order and every map is written with
 sorted keys: the same pages give the same bytes.
 """
 
@@ -83,10 +84,10 @@ class SearchIndex:
 
     def files(self) -> Iterator[OutFile]:
         """docs.js, then one shard file per key, in key order."""
-        yield OutFile(DOCS_FILE, _call("docs", self._docs))
         shards: dict[str, list[str]] = defaultdict(list)
         for word in self._postings:
             shards[shard_key(word)].append(word)
+        yield OutFile(DOCS_FILE, _call("docs", self._docs, sorted(shards)))
         for key in sorted(shards):
             body = {w: self._postings[w].tolist() for w in sorted(shards[key])}
             yield OutFile(SEARCH_DIR / f"{key}.js", _call("shard", key, body))

@@ -7,11 +7,17 @@
   var MAX_SHOWN = 50;
   var MAX_EXPANSIONS = 40; // completions of the word being typed
   var docs = null;
+  var keys = null; // the shards there are
   var shards = {};
   var waiting = {};
 
   window.dkSearch = {
-    docs: function (list) { docs = list; settle("docs"); },
+    docs: function (list, shardKeys) {
+      docs = list;
+      keys = {};
+      shardKeys.forEach(function (k) { keys[k] = true; });
+      settle("docs");
+    },
     shard: function (key, terms) { shards[key] = terms; settle(key); }
   };
 
@@ -27,7 +33,7 @@
       waiting[key] = [resolve];
       var script = document.createElement("script");
       script.src = ROOT + file;
-      // A word nobody wrote has no shard: the load fails, and the word matches nothing.
+      // A shard that cannot be read (a damaged copy) matches nothing rather than hanging.
       script.onerror = function () { shards[key] = {}; settle(key); };
       document.head.appendChild(script);
     });
@@ -119,9 +125,11 @@
   var latest = 0;
   function search(query, typing) {
     var ticket = ++latest;
-    var needed = words(query).map(function (w) { return load(shardKey(w), shardKey(w) + ".js"); });
-    needed.push(load("docs", "docs.js"));
-    return Promise.all(needed).then(function () {
+    return load("docs", "docs.js").then(function () {
+      // Only shards that exist: a word no page has asks for no file.
+      return Promise.all(words(query).map(shardKey).filter(function (k) { return keys[k]; })
+        .map(function (k) { return load(k, k + ".js"); }));
+    }).then(function () {
       if (ticket === latest) { show(query, rank(query, typing)); }
     });
   }
