@@ -50,9 +50,11 @@ class Manifest:
     def write(self, root: Path) -> None:
         """Save the manifest (sorted, so it is as deterministic as the files it lists)."""
         body = {"format": self.format_name, "files": sorted(self.files)}
-        text = json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        data = (json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+        if _holds(root / MANIFEST, data):
+            return  # a re-export with no change touches no file at all
         with atomic_file(root / MANIFEST, label="export manifest ", durable=False) as out:
-            out.write(text.encode("utf-8"))
+            out.write(data)
 
 
 class TreeWriter:

@@ -24,6 +24,7 @@ from ...serve.web.pages import STATIC_DIR
 from ...symbols.choose import best
 from ...symbols.extract import extract
 from ...symbols.model import Symbol
+from ..site import PageRenderer
 from . import bundle
 from .dsidx import dsidx_bytes
 from .pages import index_page, render_page
@@ -75,12 +76,12 @@ def docset_files(
     docs_dir = root / DOCUMENTS
     yield out(root / "Contents/Info.plist", bundle.info_plist(spec.name, spec.title, spec.keyword))
     yield out(docs_dir / STYLE, _stylesheet())
-    hosts = {data_source_of(name) for name in exported}
+    renderer = PageRenderer(frozenset(exported), frozenset(data_source_of(n) for n in exported))
     titles: list[tuple[str, str]] = []
     ids: dict[str, frozenset[str]] = {}
     found: list[tuple[Symbol, str]] = []
     for doc in docs:
-        page = render_page(doc, exported, hosts)
+        page = render_page(doc, renderer)
         titles.append((doc.name, page.title))
         ids[doc.name] = page.ids
         found += ((symbol, doc.name) for symbol in extract(doc.name, doc.content))

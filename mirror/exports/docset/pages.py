@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ... import names as naming
 from ...models import Document
-from ...serve.web import links, markdown_html, sanitize
-from ...serve.web.views import without_title
+from ...serve.web import links
+from ..site import PageRenderer
 from .paths import INDEX, STYLE, href, page_path
 
 # Ids of the rendered page: a symbol's anchor is kept only where the page has it.
@@ -35,21 +34,12 @@ class Page:
     ids: frozenset[str]
 
 
-def render_page(doc: Document, exported: Collection[str], hosts: Collection[str]) -> Page:
-    """`doc` as a standalone HTML page; `exported`: the names of every page in the docset."""
+def render_page(doc: Document, renderer: PageRenderer) -> Page:
+    """`doc` as a standalone HTML page, rendered and linked as the site export renders it."""
     path = page_path(doc.name)
     base_uri = doc.uri if links.is_web_url(doc.uri) else naming.uri_of(doc.name)
     title = doc.title or doc.name
-    body = sanitize.parse(markdown_html.render(without_title(doc.content or "", doc.title)))
-
-    def link_for(target: str) -> links.Link:
-        link = links.classify(target, base_uri, exported, hosts, current=doc.name)
-        if link.kind == "local" and link.name is not None and link.href is not None:
-            fragment = link.href.partition("#")[2]
-            return links.Link(href(path, page_path(link.name), fragment), "local", link.name)
-        return link
-
-    content = body.render(link_for)
+    content = renderer.body(doc, path)[1]
     original = (
         f'<a href="{html.escape(base_uri)}">{html.escape(base_uri)}</a>'
         if links.is_web_url(base_uri)
