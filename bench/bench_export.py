@@ -1,6 +1,6 @@
 """`dk-mirror export FORMAT` on the English Chrome corpus: time, memory, and incrementality.
 
-Usage: python -m bench.bench_export [--formats md site llms] [--docs N]
+Usage: python -m bench.bench_export [--formats md site llms docset] [--docs N]
 Each export runs as a user runs it (`python -m mirror export ...`, a fresh process), timed and
 its peak private memory sampled. The baseline, measured in the same run, is a fresh process that
 opens the store and reads every selected document (what any export must do at least).
@@ -55,11 +55,15 @@ def run(args: list[str]) -> tuple[float, int, str]:
     return seconds, memory, out.decode()
 
 
+# Options a format is benched with: the docset's feed (and archive) names where OUT will be
+# served; one fixed URL, so the twin export is byte-identical.
+FORMAT_ARGS = {"docset": ["--feed-url", "https://docs.example/dk-mirror"]}
+
+
 def export(url: str, fmt: str, out: Path) -> tuple[float, int, dict[str, object]]:
     """One `dk-mirror export` process: seconds, peak bytes, its --json summary."""
-    seconds, peak, text = run(
-        ["-m", "mirror", "export", fmt, str(out), "--db", url, "--offline", "--json"]
-    )
+    command = ["-m", "mirror", "export", fmt, str(out), "--db", url, "--offline", "--json"]
+    seconds, peak, text = run([*command, *FORMAT_ARGS.get(fmt, [])])
     return seconds, peak, json.loads(text)
 
 
@@ -82,7 +86,7 @@ def change_one(url: str, name: str, round_: int) -> None:
 def main() -> None:
     """Build a store of the corpus, then measure each format."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--formats", nargs="+", default=["md", "site", "llms"])
+    parser.add_argument("--formats", nargs="+", default=["md", "site", "llms", "docset"])
     parser.add_argument("--docs", type=int, default=0, help="only the first N pages (0: all)")
     add_corpus_option(parser)
     args = parser.parse_args()
