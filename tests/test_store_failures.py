@@ -81,6 +81,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "diff": [NAME, "--from", "1", "--to", "1"],
         "index check": [],
         "index rebuild": [],
+        "symbols": ["chrome.storage"],
     }
 
 

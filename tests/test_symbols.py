@@ -297,3 +297,27 @@ def test_cli_lists_symbols_by_prefix_and_counts_them(db_url: str) -> None:
     assert json.loads(counts.output) == {"total": 9, "byType": {"Namespace": 2, "Method": 7}}
     missing = run(cli, ["symbols", "nothing.here", "--db", db_url])
     assert missing.exit_code == 0 and "no symbols starting with nothing.here" in missing.output
+
+
+@pytest.mark.sqlite_only
+def test_index_rebuild_reads_every_pages_symbols_again(db_url: str) -> None:
+    from click.testing import CliRunner
+    from sqlalchemy import text
+
+    from mirror.cli.main import cli
+
+    store = Store.open(db_url)
+    store.put([_page(REF + "tts")], fetched_at=1.0, upstream="t")
+    before = store.symbol_list()
+    with store.engine.begin() as conn:  # as a store written by older extraction rules
+        conn.execute(text("DELETE FROM symbols"))
+    assert store.symbol_list() == []
+    store.close()
+    rebuilt = CliRunner().invoke(cli, ["index", "rebuild", "--db", db_url])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert f"{len(before)} symbol entries" in rebuilt.output
+    store = Store.open(db_url)
+    try:
+        assert store.symbol_list() == before
+    finally:
+        store.close()

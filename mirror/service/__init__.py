@@ -557,6 +557,10 @@ class Mirror:
         `prefix`: an exact name first, then shorter names."""
         return self._ctx().store.symbol_lookup(prefix, limit)
 
+    def rebuild_symbols(self) -> int:
+        """Read every stored page's symbols again (one transaction); how many entries."""
+        return self._ctx().store.rebuild_symbols()
+
     def symbol_list(self) -> list[Symbol]:
         """Every API symbol whose page is stored, one per name, by name."""
         return self._ctx().store.symbol_list()
