@@ -163,7 +163,7 @@ def test_written_pages_keep_their_symbols_in_step(db_url: str) -> None:
         store.close()
 
 
-def test_lookup_ranks_exact_then_shorter_and_finds_last_parts(db_url: str) -> None:
+def test_lookup_ranks_exact_then_in_order_and_finds_last_parts(db_url: str) -> None:
     store = Store.open(db_url)
     try:
         store.put(
@@ -171,11 +171,17 @@ def test_lookup_ranks_exact_then_shorter_and_finds_last_parts(db_url: str) -> No
             fetched_at=1.0,
             upstream="t",
         )
+        # The exact name first, then the names starting with it in order (its members).
         assert [s.name for s in store.symbol_lookup("chrome.tts", 4)] == [
             "chrome.tts",
-            "chrome.tts.stop",
+            "chrome.tts.getVoices",
             "chrome.tts.speak",
+            "chrome.tts.stop",
+        ]
+        assert [s.name for s in store.symbol_lookup("chrome.tts", 9)][4:] == [
             "chrome.ttsEngine",
+            "chrome.ttsEngine.onSpeak",
+            "chrome.ttsEngine.onStop",
         ]
         # Not a prefix of any name: the last parts match (`query` of chrome.readingList).
         assert [s.name for s in store.symbol_lookup("Quer", 5)] == ["chrome.readingList.query"]
@@ -290,8 +296,8 @@ def test_cli_lists_symbols_by_prefix_and_counts_them(db_url: str) -> None:
     assert listed.exit_code == 0, listed.output
     rows = [json.loads(line) for line in listed.output.splitlines()]
     assert [(r["name"], r["type"]) for r in rows] == [
-        ("chrome.tts.stop", "Method"),
         ("chrome.tts.speak", "Method"),
+        ("chrome.tts.stop", "Method"),
     ]
     counts = run(cli, ["symbols", "--counts", "--json", "--db", db_url])
     assert json.loads(counts.output) == {"total": 9, "byType": {"Namespace": 2, "Method": 7}}

@@ -554,7 +554,7 @@ class Mirror:
 
     def symbol_lookup(self, prefix: str, limit: int = 20) -> list[Symbol]:
         """Up to `limit` API symbols whose name, or else whose last part, starts with
-        `prefix`: an exact name first, then shorter names."""
+        `prefix`: the exact name first, then the others in order."""
         return self._ctx().store.symbol_lookup(prefix, limit)
 
     def rebuild_symbols(self) -> int:

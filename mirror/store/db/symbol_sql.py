@@ -16,24 +16,24 @@ _COLUMNS = "s.name, s.type, s.document, s.anchor, s.parent, s.source"
 
 EXACT = f"SELECT {_COLUMNS} FROM symbols AS s WHERE s.key = :key AND {_SHOWN}"
 ALL = f"SELECT {_COLUMNS} FROM symbols AS s WHERE {_SHOWN} ORDER BY s.name"
-# The first :limit names whose `key` or `leaf` starts with :low (< :high ends the range):
-# an exact match first, then shorter names, then by name; every row of each.
-_PREFIX = (
-    f"SELECT {_COLUMNS}, top.exact, top.size FROM symbols AS s JOIN ("
-    "SELECT s.name AS name, min(CASE WHEN s.{col} = :low THEN 0 ELSE 1 END) AS exact, "
-    "length(s.name) AS size FROM symbols AS s "
-    f"WHERE s.{{col}} >= :low AND s.{{col}} < :high AND {_SHOWN} "
-    "GROUP BY s.name ORDER BY exact, size, s.name LIMIT :limit"
-    ") AS top ON top.name = s.name WHERE {shown}"
+# Rows whose `key` (or `leaf`) starts with :low (< :high ends the range), in index order, so
+# the scan stops after :rows rows however many names share a short prefix; ties by name.
+BY_KEY = (
+    f"SELECT {_COLUMNS} FROM symbols AS s WHERE s.key >= :low AND s.key < :high AND {_SHOWN} "
+    "ORDER BY s.key LIMIT :rows"
 )
-BY_KEY = _PREFIX.format(col="key", shown=_SHOWN)
-BY_LEAF = _PREFIX.format(col="leaf", shown=_SHOWN)
+BY_LEAF = (
+    f"SELECT {_COLUMNS} FROM symbols AS s WHERE s.leaf >= :low AND s.leaf < :high AND {_SHOWN} "
+    "ORDER BY s.leaf, s.key LIMIT :rows"
+)
+# Rows read per wanted name: a name linked from several pages has a row from each.
+_ROWS_PER_NAME = 4
 
 
 def prefix_params(prefix: str, limit: int) -> dict[str, Any]:
     """The parameters of BY_KEY and BY_LEAF for a prefix as typed."""
     low = prefix.strip().casefold()
-    return {"low": low, "high": low + "\U0010ffff", "limit": limit}
+    return {"low": low, "high": low + "\U0010ffff", "rows": limit * _ROWS_PER_NAME + 16}
 
 
 def best(rows: Iterable[Sequence[Any]]) -> list[Symbol]:
@@ -42,18 +42,13 @@ def best(rows: Iterable[Sequence[Any]]) -> list[Symbol]:
     return choose.best((Symbol(*row[:5]), row[5]) for row in rows)
 
 
-def ranked(rows: Sequence[Sequence[Any]]) -> list[Symbol]:
-    """The symbols of BY_KEY / BY_LEAF rows, best first (exact, shorter, by name)."""
-    order = sorted(rows, key=lambda row: (row[6], row[7], row[0]))
-    return best(order)
-
-
 def merged(
     by_key: Sequence[Sequence[Any]], by_leaf: Sequence[Sequence[Any]], limit: int
 ) -> list[Symbol]:
-    """The first `limit` symbols of a prefix lookup: names starting with it, then names
-    whose last part does (`Dense` finds tf.keras.layers.Dense)."""
-    found = ranked(by_key)
+    """The first `limit` symbols of a prefix lookup: names starting with the prefix in order
+    (the exact name first, a namespace before its members), then names whose last part does
+    (`Dense` finds tf.keras.layers.Dense)."""
+    found = best(by_key)  # in key order, the exact name (the shortest) comes first
     seen = {s.name for s in found}
-    found += [s for s in ranked(by_leaf) if s.name not in seen]
+    found += [s for s in best(by_leaf) if s.name not in seen]
     return found[:limit]
