@@ -53,7 +53,7 @@ class DocsetSpec:
         if not _SAFE_NAME.match(self.name) or self.name.endswith("."):
             raise InvalidInput(
                 f"docset name {self.name[:80]!r} is not a plain file name",
-                hint="use letters, digits, '-', '_' and '.', e.g. --name chrome-extensions",
+                hint="use letters, digits, '-', '_' and '.', e.g. --docset-name chrome-extensions",
             )
 
 

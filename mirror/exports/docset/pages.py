@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from ... import names as naming
 from ...models import Document
 from ...serve.web import links
+from .. import attribution
 from ..site import PageRenderer
 from .paths import INDEX, STYLE, href, page_path
 
@@ -19,8 +20,8 @@ from .paths import INDEX, STYLE, href, page_path
 _ID = re.compile(r'\sid="([^"]+)"')
 LICENCE = (
     "Content from Google's documentation, licensed under "
-    '<a href="https://creativecommons.org/licenses/by/4.0/">CC BY 4.0</a>; code samples under '
-    '<a href="https://www.apache.org/licenses/LICENSE-2.0">Apache 2.0</a>.'
+    f'<a href="{attribution.CC_BY}">CC BY 4.0</a>; code samples under '
+    f'<a href="{attribution.APACHE}">Apache 2.0</a>.'
 )
 
 

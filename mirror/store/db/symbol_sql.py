@@ -42,6 +42,11 @@ def best(rows: Iterable[Sequence[Any]]) -> list[Symbol]:
     return choose.best((Symbol(*row[:5]), row[5]) for row in rows)
 
 
+def wants_leaf(by_key: Sequence[Sequence[Any]], limit: int) -> bool:
+    """Whether a lookup needs BY_LEAF too: BY_KEY's rows hold fewer than `limit` names."""
+    return len({row[0] for row in by_key}) < limit
+
+
 def merged(
     by_key: Sequence[Sequence[Any]], by_leaf: Sequence[Sequence[Any]], limit: int
 ) -> list[Symbol]:
