@@ -23,6 +23,7 @@ from mirror.store.store import Store
 from .store_templates import StoreTemplates, import_sample
 
 CHROMIUM = Path("/usr/bin/chromium")
+ONE_PROCESS = {"workers": 1}
 _REF = re.compile(r'<(?:a|link|script)\b[^>]*?\b(?:href|src)="([^"]*)"')
 
 
@@ -46,7 +47,8 @@ def site(
     folder = tmp_path_factory.mktemp("site")
     url = store_templates.copy("sample", import_sample, folder / "store.sqlite3")
     with Mirror(Settings(db_url=url, offline=True)) as mirror:
-        assert mirror.export("site", folder / "site").pages == 50
+        # One process: the fast tests fork none (the workers are tested below, marked slow).
+        assert mirror.export("site", folder / "site", options=ONE_PROCESS).pages == 50
         yield folder / "site", sorted(d.name for d in mirror.list_documents(None, 100))
 
 
@@ -90,11 +92,11 @@ def test_a_re_export_rewrites_only_what_a_changed_page_touches(
 ) -> None:
     # Only the TensorFlow pages: the machinery is the same, and a small site is quick.
     out, twin, prefix = tmp_path / "site", tmp_path / "twin", "www.tensorflow.org/"
-    first = sample.export("site", out, prefix=prefix)
-    sample.export("site", twin, prefix=prefix)
+    first = sample.export("site", out, prefix=prefix, options=ONE_PROCESS)
+    sample.export("site", twin, prefix=prefix, options=ONE_PROCESS)
     files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert files == {p.relative_to(twin): p.read_bytes() for p in twin.rglob("*") if p.is_file()}
-    assert sample.export("site", out, prefix=prefix).written == 0
+    assert sample.export("site", out, prefix=prefix, options=ONE_PROCESS).written == 0
     name = "documents/www.tensorflow.org/hub/caching"
     store = Store.open(sample_url)
     try:
@@ -103,7 +105,7 @@ def test_a_re_export_rewrites_only_what_a_changed_page_touches(
         store.put([replace(doc, content=changed)], fetched_at=2e9, upstream="test")
     finally:
         store.close()
-    again = sample.export("site", out, prefix=prefix)
+    again = sample.export("site", out, prefix=prefix, options=ONE_PROCESS)
     rewritten = {p.relative_to(out) for p in out.rglob("*") if p.is_file()} - {
         rel for rel, data in files.items() if (out / rel).read_bytes() == data
     }
@@ -181,3 +183,16 @@ def test_a_page_file_never_shares_a_path_with_a_folder_of_pages() -> None:
     assert paths == ["h.example/a.html", "h.example/a%2Ehtml/b.html", "h.example/a/b.html"]
     assert page_path("documents/h.example").as_posix() == "h.example/index.html"
     assert page_path("documents/h.example/..").parts[-1] == "%2E%2E.html"
+
+
+@pytest.mark.slow
+def test_pages_rendered_on_worker_processes_are_the_same_bytes(
+    site: tuple[Path, list[str]], sample: Mirror, tmp_path: Path
+) -> None:
+    report = sample.export("site", tmp_path / "site", options={"workers": 2})
+    assert report.pages == 50
+    assert _tree(tmp_path / "site") == _tree(site[0])
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
