@@ -12,7 +12,7 @@ site_assets/search.js, with no server. Layout:
     OUT/_dk/                     stylesheets, search.js and the search index
 
 Rendering is the costly step (Markdown, Pygments, nh3: ~7 ms of CPU a page), so it runs on
-one forked worker per core (workers.py; option `workers`, 1 for none).
+one forked worker per core, up to MAX_WORKERS (workers.py; option `workers`, 1 for none).
 """
 
 from __future__ import annotations
@@ -211,6 +211,8 @@ def assets() -> Iterator[OutFile]:
     yield OutFile(ASSETS / "style.css", (web / "style.css").read_bytes())
 
 
+# Each worker holds a renderer (~50 MB): past four, memory grows faster than the gain.
+MAX_WORKERS = 4
 # The renderer of the export in progress, for the worker processes (workers.py) that inherit
 # it when they fork; None outside an export (so one site export at a time per process).
 _RENDERER: PageRenderer | None = None
@@ -257,10 +259,10 @@ def _bare(doc: Document) -> Document:
 
 class StaticSite:
     """One run of the site format; option `workers`, the processes that render (default:
-    one per core)."""
+    one per core, up to MAX_WORKERS)."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
-        self.workers = int(options.get("workers") or cores())
+        self.workers = int(options.get("workers") or min(cores(), MAX_WORKERS))
         self.notes: list[str] = []
 
     def files(self, pages: Pages) -> Iterator[OutFile]:
