@@ -43,14 +43,15 @@ def atomic_file(
     """
     temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
-        if make_parents:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        # os.open (not mkstemp) so the umask decides the permissions, as for any file we write.
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-        fd = os.open(temp, flags, 0o666)
-    except OSError as exc:
-        raise cannot_write(target, exc, label) from exc
-    try:
+        try:
+            if make_parents:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            # os.open (not mkstemp) so the umask decides the permissions, as for any file we
+            # write.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+            fd = os.open(temp, flags, 0o666)
+        except OSError as exc:
+            raise cannot_write(target, exc, label) from exc
         with open(fd, "wb") as out:
             yield out
             out.flush()
@@ -58,8 +59,11 @@ def atomic_file(
                 os.fsync(out.fileno())
         os.replace(temp, target)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+        # One handler from before the temp file exists: a Ctrl-C that lands just after
+        # os.open returned (before a block of its own began) must remove the file too.
+        if not isinstance(exc.__cause__, FileExistsError):  # O_EXCL: another writer's name
+            with contextlib.suppress(OSError):
+                temp.unlink()
         if isinstance(exc, OSError):
             raise cannot_write(target, exc, label) from exc
         raise

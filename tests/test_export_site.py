@@ -23,6 +23,7 @@ from mirror.store.store import Store
 from .store_templates import StoreTemplates, import_sample
 
 CHROMIUM = Path("/usr/bin/chromium")
+ONE_PROCESS = {"workers": 1}
 _REF = re.compile(r'<(?:a|link|script)\b[^>]*?\b(?:href|src)="([^"]*)"')
 
 
@@ -37,6 +38,20 @@ def sample(sample_url: str) -> Iterator[Mirror]:
         yield mirror
 
 
+@pytest.fixture(scope="module")
+def site(
+    store_templates: StoreTemplates, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, list[str]]]:
+    """The sample exported as a site once for the module (read-only for the tests): its
+    folder and the exported names."""
+    folder = tmp_path_factory.mktemp("site")
+    url = store_templates.copy("sample", import_sample, folder / "store.sqlite3")
+    with Mirror(Settings(db_url=url, offline=True)) as mirror:
+        # One process: the fast tests fork none (the workers are tested below, marked slow).
+        assert mirror.export("site", folder / "site", options=ONE_PROCESS).pages == 50
+        yield folder / "site", sorted(d.name for d in mirror.list_documents(None, 100))
+
+
 def internal_links(root: Path) -> Iterator[tuple[Path, str, Path]]:
     """(page, href, file it names) for every relative link and asset of every HTML page."""
     for page in root.rglob("*.html"):
@@ -48,18 +63,15 @@ def internal_links(root: Path) -> Iterator[tuple[Path, str, Path]]:
 
 
 def test_every_internal_link_resolves_and_missing_pages_are_marked(
-    sample: Mirror, tmp_path: Path
+    site: tuple[Path, list[str]],
 ) -> None:
-    out = tmp_path / "site"
-    report = sample.export("site", out)
-    assert report.pages == 50
+    out, names = site
     links = list(internal_links(out))
     broken = [(p.relative_to(out), ref) for p, ref, target in links if not target.is_file()]
     assert not broken
     # Links between pages (not only assets and the index) are there and relative.
     between = [ref for p, ref, t in links if t.suffix == ".html" and p.name != "index.html"]
     assert len(between) > 50 and all(not ref.startswith("/") for ref in between)
-    names = sorted(d.name for d in sample.list_documents(None, 100))
     for name in names:
         html = (out / page_path(name)).read_text(encoding="utf-8")
         assert "script-src 'none'" in html and "CC BY 4.0" in html and "NOTICE.md" in html
@@ -78,12 +90,13 @@ def test_every_internal_link_resolves_and_missing_pages_are_marked(
 def test_a_re_export_rewrites_only_what_a_changed_page_touches(
     sample: Mirror, sample_url: str, tmp_path: Path
 ) -> None:
-    out, twin = tmp_path / "site", tmp_path / "twin"
-    first = sample.export("site", out)
-    sample.export("site", twin)
+    # Only the TensorFlow pages: the machinery is the same, and a small site is quick.
+    out, twin, prefix = tmp_path / "site", tmp_path / "twin", "www.tensorflow.org/"
+    first = sample.export("site", out, prefix=prefix, options=ONE_PROCESS)
+    sample.export("site", twin, prefix=prefix, options=ONE_PROCESS)
     files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert files == {p.relative_to(twin): p.read_bytes() for p in twin.rglob("*") if p.is_file()}
-    assert sample.export("site", out).written == 0
+    assert sample.export("site", out, prefix=prefix, options=ONE_PROCESS).written == 0
     name = "documents/www.tensorflow.org/hub/caching"
     store = Store.open(sample_url)
     try:
@@ -92,7 +105,7 @@ def test_a_re_export_rewrites_only_what_a_changed_page_touches(
         store.put([replace(doc, content=changed)], fetched_at=2e9, upstream="test")
     finally:
         store.close()
-    again = sample.export("site", out)
+    again = sample.export("site", out, prefix=prefix, options=ONE_PROCESS)
     rewritten = {p.relative_to(out) for p in out.rglob("*") if p.is_file()} - {
         rel for rel, data in files.items() if (out / rel).read_bytes() == data
     }
@@ -114,11 +127,10 @@ def _need_chromium() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_chromium_searches_the_site_opened_from_disk(sample: Mirror, tmp_path: Path) -> None:
+def test_chromium_searches_the_site_opened_from_disk(site: tuple[Path, list[str]]) -> None:
     playwright_api = pytest.importorskip("playwright.sync_api")
     _need_chromium()
-    out = tmp_path / "site"
-    sample.export("site", out)
+    out = site[0]
     requests: list[str] = []
     errors: list[str] = []
     with playwright_api.sync_playwright() as pw:
@@ -163,3 +175,24 @@ def test_chromium_searches_the_site_opened_from_disk(sample: Mirror, tmp_path: P
             browser.close()
     assert not errors
     assert requests and all(r.startswith("file://") or r.startswith("data:") for r in requests)
+
+
+def test_a_page_file_never_shares_a_path_with_a_folder_of_pages() -> None:
+    names = ["documents/h.example/a", "documents/h.example/a.html/b", "documents/h.example/a/b"]
+    paths = [page_path(n).as_posix() for n in names]
+    assert paths == ["h.example/a.html", "h.example/a%2Ehtml/b.html", "h.example/a/b.html"]
+    assert page_path("documents/h.example").as_posix() == "h.example/index.html"
+    assert page_path("documents/h.example/..").parts[-1] == "%2E%2E.html"
+
+
+@pytest.mark.slow
+def test_pages_rendered_on_worker_processes_are_the_same_bytes(
+    site: tuple[Path, list[str]], sample: Mirror, tmp_path: Path
+) -> None:
+    report = sample.export("site", tmp_path / "site", options={"workers": 2})
+    assert report.pages == 50
+    assert _tree(tmp_path / "site") == _tree(site[0])
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}

@@ -10,6 +10,9 @@ site_assets/search.js, with no server. Layout:
     OUT/search.html              full-text search (type to search; ?q= works too)
     OUT/<host>/<path>.html       one page per document (the md export's paths, .html)
     OUT/_dk/                     stylesheets, search.js and the search index
+
+Rendering is the costly step (Markdown, Pygments, nh3: ~7 ms of CPU a page), so it runs on
+one forked worker per core, up to MAX_WORKERS (workers.py; option `workers`, 1 for none).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import names as naming
 from ..models import Document
@@ -32,6 +35,7 @@ from ..snapshots.mdpaths import link_target, relative_path
 from . import attribution
 from .base import Entry, OutFile, Pages
 from .site_search import SearchIndex
+from .workers import cores, ordered_map
 
 ASSETS = PurePosixPath("_dk")
 INDEX = PurePosixPath("index.html")
@@ -207,28 +211,73 @@ def assets() -> Iterator[OutFile]:
     yield OutFile(ASSETS / "style.css", (web / "style.css").read_bytes())
 
 
+# Each worker holds a renderer (~50 MB): past four, memory grows faster than the gain.
+MAX_WORKERS = 4
+# The renderer of the export in progress, for the worker processes (workers.py) that inherit
+# it when they fork; None outside an export (so one site export at a time per process).
+_RENDERER: PageRenderer | None = None
+
+
+class Rendered(NamedTuple):
+    """One document's page, and what the search index takes from it."""
+
+    path: PurePosixPath
+    page: bytes
+    clean: str  # the sanitised body
+    title: str
+    host: str
+    description: str
+
+
+def _render(doc: Document) -> Rendered:
+    """One document's file and page (in a worker process, or here)."""
+    assert _RENDERER is not None
+    path = page_path(doc.name)
+    clean, body = _RENDERER.body(doc, path)
+    return Rendered(
+        path,
+        _RENDERER.page(doc, path, body),
+        clean,
+        doc.title or doc.name,
+        doc.data_source or "",
+        plain_text(doc.description or ""),
+    )
+
+
+def _bare(doc: Document) -> Document:
+    # What a page needs, and nothing that may not pickle (a document's unknown `extra` fields).
+    return Document(
+        name=doc.name,
+        uri=doc.uri,
+        content=doc.content,
+        description=doc.description,
+        data_source=doc.data_source,
+        title=doc.title,
+        update_time=doc.update_time,
+    )
+
+
 class StaticSite:
-    """One run of the site format (no options)."""
+    """One run of the site format; option `workers`, the processes that render (default:
+    one per core, up to MAX_WORKERS)."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
-        del options
+        self.workers = int(options.get("workers") or min(cores(), MAX_WORKERS))
         self.notes: list[str] = []
 
     def files(self, pages: Pages) -> Iterator[OutFile]:
         """Each page, then the index, search page, assets and search index."""
-        renderer = PageRenderer(pages.names, frozenset(e.data_source for e in pages.entries))
+        global _RENDERER
+        _RENDERER = PageRenderer(pages.names, frozenset(e.data_source for e in pages.entries))
         search = SearchIndex()
-        for doc in pages.documents():
-            path = page_path(doc.name)
-            clean, body = renderer.body(doc, path)
-            yield OutFile(path, renderer.page(doc, path, body))
-            search.add(
-                path.as_posix(),
-                doc.title or doc.name,
-                doc.data_source or "",
-                plain_text(doc.description or ""),
-                clean,
-            )
+        docs = (_bare(doc) for doc in pages.documents())
+        try:
+            rendered = ordered_map(_render, docs, workers=self.workers)
+            for one in rendered:
+                yield OutFile(one.path, one.page)
+                search.add(one.path.as_posix(), one.title, one.host, one.description, one.clean)
+        finally:
+            _RENDERER = None
         yield OutFile(INDEX, index_page(pages.entries))
         yield OutFile(SEARCH, search_page())
         yield from assets()
