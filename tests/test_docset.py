@@ -47,8 +47,10 @@ def pages(pages_url: str) -> Iterator[Mirror]:
         yield mirror
 
 
-def _export(mirror: Mirror, out: Path, **options: str) -> ExportReport:
-    return mirror.export("docset", out, options={"feed_url": out.as_uri(), **options})
+def _export(mirror: Mirror, out: Path, **options: str | int) -> ExportReport:
+    # One process: the fast tests fork no renderers (workers are tested below, marked slow).
+    given = {"feed_url": out.as_uri(), "workers": 1, **options}
+    return mirror.export("docset", out, options=given)
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -124,6 +126,13 @@ def test_two_exports_are_identical_and_a_second_rewrites_nothing(
     assert search_index(docset, "isSpeaking")[0][:2] == ("chrome.tts.isSpeaking", "Method")
 
 
+@pytest.mark.slow
+def test_rendering_workers_write_the_same_bytes(pages: Mirror, tmp_path: Path) -> None:
+    _export(pages, tmp_path / "one")
+    _export(pages, tmp_path / "two", workers=2, feed_url=(tmp_path / "one").as_uri())
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+
+
 def test_the_feed_points_at_an_archive_of_the_docset(pages: Mirror, tmp_path: Path) -> None:
     out = tmp_path / "out"
     _export(pages, out)
@@ -140,7 +149,8 @@ def test_the_feed_points_at_an_archive_of_the_docset(pages: Mirror, tmp_path: Pa
 
 
 def test_without_a_feed_url_the_docset_alone_and_a_note(pages: Mirror, tmp_path: Path) -> None:
-    report = pages.export("docset", tmp_path / "out", options={"docset_name": "chrome-ext"})
+    options = {"docset_name": "chrome-ext", "workers": 1}
+    report = pages.export("docset", tmp_path / "out", options=options)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         ".dk-mirror-export.json",
         "NOTICE.md",

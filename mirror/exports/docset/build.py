@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from ...errors import InvalidInput
@@ -25,9 +25,10 @@ from ...symbols.choose import best
 from ...symbols.extract import extract
 from ...symbols.model import Symbol
 from ..site import PageRenderer
+from ..workers import ordered_map
 from . import bundle
 from .dsidx import dsidx_bytes
-from .pages import index_page, render_page
+from .pages import Page, index_page, render_page
 from .paths import DOCUMENTS, INDEX, STYLE, entry_path, page_path
 
 # A page's entry in the search index, beside the symbols' own types.
@@ -57,13 +58,25 @@ class DocsetSpec:
             )
 
 
+# The renderer of the export in progress, for the worker processes (exports/workers.py) that
+# inherit it when they fork; None outside an export.
+_RENDERER: PageRenderer | None = None
+
+
+def _render(doc: Document) -> tuple[Page, list[Symbol]]:
+    """One document's page and symbols (in a worker process, or here)."""
+    assert _RENDERER is not None
+    return render_page(doc, _RENDERER), extract(doc.name, doc.content)
+
+
 def docset_files(
-    docs: Iterable[Document], exported: Collection[str], spec: DocsetSpec
+    docs: Iterable[Document], exported: Collection[str], spec: DocsetSpec, *, workers: int = 1
 ) -> Iterator[File]:
     """The docset's files, pages streamed as `docs` (every name in `exported`, with content,
-    in name order) arrive. Its symbols are the symbol index's, read from these very pages
-    (so a docset of a lock's versions has those versions' symbols); a symbol whose page is
-    not exported is left out."""
+    in name order) arrive, rendered on `workers` processes (the same bytes however many).
+    Its symbols are the symbol index's, read from these very pages (so a docset of a lock's
+    versions has those versions' symbols); a symbol whose page is not exported is left out."""
+    global _RENDERER
     spec.check()
     root = PurePosixPath(f"{spec.name}.docset")
     packed = bundle.Archive() if spec.feed_url is not None else None
@@ -76,16 +89,21 @@ def docset_files(
     docs_dir = root / DOCUMENTS
     yield out(root / "Contents/Info.plist", bundle.info_plist(spec.name, spec.title, spec.keyword))
     yield out(docs_dir / STYLE, _stylesheet())
-    renderer = PageRenderer(frozenset(exported), frozenset(data_source_of(n) for n in exported))
+    hosts = frozenset(data_source_of(n) for n in exported)
+    _RENDERER = PageRenderer(frozenset(exported), hosts)
     titles: list[tuple[str, str]] = []
     ids: dict[str, frozenset[str]] = {}
     found: list[tuple[Symbol, str]] = []
-    for doc in docs:
-        page = render_page(doc, renderer)
-        titles.append((doc.name, page.title))
-        ids[doc.name] = page.ids
-        found += ((symbol, doc.name) for symbol in extract(doc.name, doc.content))
-        yield out(docs_dir / page.path, page.data)
+    # Fields a page does not need (unknown upstream ones) stay here: a worker gets the rest.
+    bare = (replace(doc, extra={}) for doc in docs)
+    try:
+        for page, symbols in ordered_map(_render, bare, workers=workers):
+            titles.append((page.name, page.title))
+            ids[page.name] = page.ids
+            found += ((symbol, page.name) for symbol in symbols)
+            yield out(docs_dir / page.path, page.data)
+    finally:
+        _RENDERER = None
     yield out(docs_dir / INDEX, index_page(sorted(titles)))
     entries = [(title, GUIDE, entry_path(page_path(name))) for name, title in titles]
     entries += _symbol_entries(best(found), ids)

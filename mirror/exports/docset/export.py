@@ -6,11 +6,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..base import OutFile, Pages
+from ..site import MAX_WORKERS
+from ..workers import cores
 from .build import DocsetSpec, docset_files
 
 
 class Docset:
-    """One run of the docset format: `docset_name` and `feed_url` from its options."""
+    """One run of the docset format: `docset_name`, `feed_url` and `workers` from its options."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         name = options.get("docset_name")
@@ -19,11 +21,14 @@ class Docset:
             feed_url=options.get("feed_url") or None,
         )
         self.spec.check()  # before anything is read or written
+        # Rendering processes, as the site export has them (one per core, at most MAX_WORKERS).
+        self.workers = int(options.get("workers") or min(cores(), MAX_WORKERS))
         self.notes: list[str] = []
 
     def files(self, pages: Pages) -> Iterator[OutFile]:
         """The docset's files (see build.py), pages first, its index and feed last."""
-        for path, data in docset_files(pages.documents(), pages.names, self.spec):
+        docs = pages.documents()
+        for path, data in docset_files(docs, pages.names, self.spec, workers=self.workers):
             yield OutFile(path, data)
         if self.spec.feed_url is None:
             self.notes.append(

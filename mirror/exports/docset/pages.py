@@ -27,8 +27,9 @@ LICENCE = (
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """A rendered page: its path under Documents, its bytes, title and element ids."""
+    """A rendered page: its document, path under Documents, bytes, title and element ids."""
 
+    name: str
     path: PurePosixPath
     data: bytes
     title: str
@@ -58,7 +59,7 @@ def render_page(doc: Document, renderer: PageRenderer) -> Page:
         f'<footer class="attribution"><p>Original: {original}.{updated} {LICENCE}</p></footer>\n'
         "</article></main></body></html>\n"
     )
-    return Page(path, page.encode("utf-8"), title, frozenset(_ID.findall(content)))
+    return Page(doc.name, path, page.encode("utf-8"), title, frozenset(_ID.findall(content)))
 
 
 def index_page(titles: list[tuple[str, str]]) -> bytes:
