@@ -170,6 +170,10 @@ def test_a_bad_docset_name_is_refused_before_anything_is_written(
         assert result.exit_code == 2, result.output
         assert "is not a plain file name" in result.output and "Traceback" not in result.output
     assert not out.exists() or not any(out.iterdir())
+    for url in ("docs.example.com/dash", "javascript:alert(1)"):
+        bad = ["export", "docset", str(out), "--feed-url", url, "--db", pages_url]
+        result = CliRunner().invoke(cli, bad)
+        assert result.exit_code == 2 and "is not an absolute http(s) or file URL" in result.output
     wrong = CliRunner().invoke(
         cli, ["export", "md", str(out), "--feed-url", "x", "--db", pages_url]
     )

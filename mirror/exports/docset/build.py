@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
 from ...errors import InvalidInput
 from ...models import Document, data_source_of
@@ -50,12 +51,21 @@ class DocsetSpec:
     feed_url: str | None = None
 
     def check(self) -> None:
-        """InvalidInput unless the name is one plain file name (it names folders and files)."""
+        """InvalidInput unless the name is one plain file name (it names folders and files)
+        and the feed URL, if any, is an absolute http(s) or file URL."""
         if not _SAFE_NAME.match(self.name) or self.name.endswith("."):
             raise InvalidInput(
                 f"docset name {self.name[:80]!r} is not a plain file name",
                 hint="use letters, digits, '-', '_' and '.', e.g. --docset-name chrome-extensions",
             )
+        if self.feed_url is not None:
+            parts = urlsplit(self.feed_url)
+            if parts.scheme not in ("http", "https", "file") or not (parts.path or parts.netloc):
+                raise InvalidInput(
+                    f"--feed-url {self.feed_url[:120]!r} is not an absolute http(s) or file URL",
+                    hint="give where OUT will be served, e.g. https://docs.example/dash or "
+                    "file:///home/me/docs-dash",
+                )
 
 
 # The renderer of the export in progress, for the worker processes (exports/workers.py) that
