@@ -88,9 +88,14 @@ LAZY = {
     "export": Lazy(
         "exports",
         "export",
-        "Export the docs for other readers: md, a static site with search, llms.txt.",
+        "Export the docs for other readers: md, a static site with search, llms.txt, a Dash/Zeal "
+        "docset.",
     ),
-    "export-md": Lazy("exports", "export_md", "The former name of `export md DIRECTORY`."),
+    "export-md": Lazy(
+        "exports",
+        "export_md",
+        "The former name of `export md DIRECTORY`, kept so scripts keep working.",
+    ),
     "history": Lazy(
         "history",
         "history",

@@ -27,10 +27,10 @@ from .common import global_options, json_option, open_mirror
 def symbols(
     ctx: click.Context, prefix: str | None, limit: int, counts: bool, as_json: bool
 ) -> None:
-    """List API symbols (namespaces, methods, events, properties, types, classes...) whose
-    name, or else whose last part, starts with PREFIX (case folded); every symbol without one.
+    """List the API symbols (methods, events, types...) the stored reference pages define.
 
-    `chrome.storage` lists chrome.storage and its members; `Dense` finds
+    Those whose name, or else whose last part, starts with PREFIX (case folded), the exact
+    name first; every symbol without one. `chrome.storage` lists chrome.storage and its members; `Dense` finds
     tf.keras.layers.Dense. NDJSON with --json.
     """
     mirror = open_mirror(ctx, readonly=True)
