@@ -76,6 +76,27 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.3f} ms"
 
 
+def _rss_anon(pid: int) -> int:
+    """A process's private memory now, in bytes (0 once it has gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except FileNotFoundError:
+        return 0
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of `pid` (Linux; none where the kernel does not list them)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as listed:
+            return [int(p) for p in listed.read().split()]
+    except OSError:
+        return []
+
+
 class PrivatePeak:
     """The peak private (anonymous) memory of a running child process, in bytes (Linux).
 
@@ -83,14 +104,15 @@ class PrivatePeak:
     its segments through mmap, so an import's RSS rises by the size of the segments it merges
     (page cache, shared and reclaimed by the kernel at need, not memory the process
     allocated). RssAnon is what the process itself holds; the kernel keeps no high-water mark
-    of it, so a thread samples it every few milliseconds.
+    of it, so a thread samples it every few milliseconds, summed over the process and its
+    children (forked workers count in full, though they share pages with their parent).
     """
 
     def __init__(self, pid: int, every: float = 0.005) -> None:
         import threading
 
         self.peak = 0
-        self._path = f"/proc/{pid}/status"
+        self._pid = pid
         self._every = every
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -99,13 +121,11 @@ class PrivatePeak:
     def _sample(self) -> None:
         while not self._done.is_set():
             try:
-                with open(self._path, encoding="ascii") as status:
-                    for line in status:
-                        if line.startswith("RssAnon:"):
-                            self.peak = max(self.peak, int(line.split()[1]) * 1024)
-                            break
+                # The process and its children (an export's rendering workers) together.
+                total = sum(_rss_anon(pid) for pid in [self._pid, *_children(self._pid)])
             except (OSError, ValueError):
                 return  # gone (or not Linux)
+            self.peak = max(self.peak, total)
             time.sleep(self._every)
 
     def stop(self) -> int:

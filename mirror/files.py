@@ -27,7 +27,9 @@ _HINTS = {
 
 
 @contextlib.contextmanager
-def atomic_file(target: Path, *, make_parents: bool = False, label: str = "") -> Iterator[BinaryIO]:
+def atomic_file(
+    target: Path, *, make_parents: bool = False, label: str = "", durable: bool = True
+) -> Iterator[BinaryIO]:
     """A binary file that appears at `target` only when the block succeeds, fsynced first.
 
     The temp file sits beside the target (so the rename is atomic) under a random name (so two
@@ -35,29 +37,38 @@ def atomic_file(target: Path, *, make_parents: bool = False, label: str = "") ->
     is an error unless `make_parents` (a mistyped output path should not grow folders).
     An OSError (a full disk, a read-only folder) is raised as OutputError naming `label` before
     the path ("snapshot "): the block should do nothing but write to the file.
+    `durable=False` skips the fsyncs, for the thousands of files of an export that is made
+    again from the store in seconds: still never half-written under its name, but a power
+    cut may lose it.
     """
     temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
-        if make_parents:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        # os.open (not mkstemp) so the umask decides the permissions, as for any file we write.
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-        fd = os.open(temp, flags, 0o666)
-    except OSError as exc:
-        raise cannot_write(target, exc, label) from exc
-    try:
+        try:
+            if make_parents:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            # os.open (not mkstemp) so the umask decides the permissions, as for any file we
+            # write.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+            fd = os.open(temp, flags, 0o666)
+        except OSError as exc:
+            raise cannot_write(target, exc, label) from exc
         with open(fd, "wb") as out:
             yield out
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.replace(temp, target)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+        # One handler from before the temp file exists: a Ctrl-C that lands just after
+        # os.open returned (before a block of its own began) must remove the file too.
+        if not isinstance(exc.__cause__, FileExistsError):  # O_EXCL: another writer's name
+            with contextlib.suppress(OSError):
+                temp.unlink()
         if isinstance(exc, OSError):
             raise cannot_write(target, exc, label) from exc
         raise
-    _fsync_dir(target.parent)
+    if durable:
+        _fsync_dir(target.parent)
 
 
 def cannot_write(target: Path | str, exc: OSError, label: str = "") -> OutputError:

@@ -163,6 +163,15 @@ def test_ls_search_and_exports_as_of(
     assert page is not None
     texts = "".join(p.read_text(encoding="utf-8") for p in markdown.rglob("*.md"))
     assert NEW_WORD not in texts and drill.old.splitlines()[0] in texts
+    # `export FORMAT` reads through the same view: the pages as they were, the later one absent.
+    llms = tmp_path / "llms"
+    assert invoke("export", "llms", str(llms), "--as-of", when).exit_code == 0
+    pages = "".join(p.read_text(encoding="utf-8") for p in llms.rglob("*.md"))
+    assert NEW_WORD not in pages and drill.old.splitlines()[0] in pages
+    assert invoke("export", "llms", str(tmp_path / "now")).exit_code == 0
+    assert NEW_WORD in "".join(
+        p.read_text(encoding="utf-8") for p in (tmp_path / "now").rglob("*.md")
+    )
 
 
 def test_the_view_refuses_writes(drill: Drill) -> None:

@@ -40,6 +40,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         ["--docs", "100", "--rounds", "1", "--latency", "0.001", "--backoff-scale", "0.01"],
         RATIO,
     ),
+    "bench_export": (["--docs", "30"], RATIO),
     "bench_get": (["--rounds", "50"], RATIO),
     "bench_hybrid_scale": (["--docs", "60", "--queries", "3", "--cache", "{tmp}"], RATIO),
     "bench_import": (["--repeat", "1"], RATIO),

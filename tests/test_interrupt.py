@@ -331,7 +331,7 @@ def test_ctrl_c_stops_an_import_at_once_with_nothing_half_imported(
     assert json.loads("".join(rest.out))["imported"] == len(BIG)
 
 
-@pytest.mark.parametrize("command", ["snapshot", "markdown"])
+@pytest.mark.parametrize("command", ["snapshot", "markdown", "site"])
 def test_ctrl_c_stops_an_export_at_once_with_no_file_half_written(
     command: str, big_store: Path, tmp_path: Path, db: Path, upstream: Emulator
 ) -> None:
@@ -340,14 +340,19 @@ def test_ctrl_c_stops_an_export_at_once_with_no_file_half_written(
     if index.is_dir():
         shutil.copytree(index, db.with_name(db.name + "-search"))
     env = _env(db, upstream)
-    out = tmp_path / ("docs.snap" if command == "snapshot" else "md")
-    args = ["snapshot", "export", str(out)] if command == "snapshot" else ["export-md", str(out)]
+    out = tmp_path / ("docs.snap" if command == "snapshot" else command)
+    args = {
+        "snapshot": ["snapshot", "export", str(out)],
+        "markdown": ["export-md", str(out)],
+        "site": ["export", "site", str(out)],
+    }[command]
     run = Run(env, *args)
+    suffix = ".html" if command == "site" else ".md"
 
     def begun() -> bool:
         if command == "snapshot":  # its temporary file is growing beside the target
             return any(p.stat().st_size > 0 for p in tmp_path.glob(".docs.snap.*.tmp"))
-        return out.exists() and sum(1 for _ in out.rglob("*.md")) > 100
+        return out.exists() and sum(1 for _ in out.rglob(f"*{suffix}")) > 100
 
     _until(begun, "began writing", run)
     _stopped_promptly(run)
@@ -356,9 +361,16 @@ def test_ctrl_c_stops_an_export_at_once_with_no_file_half_written(
     if command == "snapshot":
         assert not out.exists()  # no snapshot at all rather than part of one
         return
+    written = [p for p in out.rglob(f"*{suffix}")]
+    assert written
+    # What was written is listed, so the next export can remove pages no longer selected.
+    listed = json.loads((out / ".dk-mirror-export.json").read_text())["files"]
+    assert {p.relative_to(out).as_posix() for p in written} <= set(listed)
+    if command == "site":
+        assert not (out / "index.html").exists()
+        assert all(p.read_text(encoding="utf-8").endswith("</html>\n") for p in written)
+        return
     assert not (out / "index.md").exists()
     pages = {relative_path(d["name"]).as_posix(): d["content"] for d in BIG}
-    written = [p for p in out.rglob("*.md")]
-    assert written
     for page in written:  # every page written is whole
         assert page.read_text(encoding="utf-8").endswith(pages[page.relative_to(out).as_posix()])

@@ -297,7 +297,8 @@ def test_export_md_writes_a_deterministic_contained_tree(tmp_path: Path):
     files_two = sorted(
         p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file()
     )
-    assert files_one == files_two and len(files_one) == 26  # 25 documents + index.md
+    # 25 documents, index.md, NOTICE.md and the export's manifest
+    assert files_one == files_two and len(files_one) == 28
     for rel in files_one:
         assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes()
         assert (tmp_path / "one" / rel).resolve().is_relative_to((tmp_path / "one").resolve())

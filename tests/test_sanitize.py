@@ -118,3 +118,22 @@ def test_hrefs_are_collected_once_per_link_as_written() -> None:
 )
 def test_only_http_urls_count_as_web_urls(url: str | None, ok: bool) -> None:
     assert web_links.is_web_url(url) is ok
+
+
+@pytest.mark.parametrize(
+    ("href", "kept"),
+    [
+        ("../reference/side%2550anel.html#method-open", True),  # an export's page to page link
+        ("index.html", True),
+        ("javascript:alert(1)", False),
+        ("data:text/html,x", False),
+        ("//evil.example/x", False),
+        ("java\tscript:x", False),
+    ],
+)
+def test_an_exports_relative_links_survive_and_nothing_with_a_scheme(href: str, kept: bool) -> None:
+    # The last check before an href is written: exports hand relative paths between their
+    # files to `render`; a link mapper that returned anything with a scheme still loses it.
+    body = web_sanitize.parse('<a href="x">x</a>')
+    out = body.render(lambda _: web_links.Link(href, "local", "documents/a.example/x"))
+    assert (f'href="{href}"' in out) is kept

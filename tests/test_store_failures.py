@@ -75,11 +75,13 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "lock": ["--requirements", str(files["toml"]), "--output", str(out / "x.lock")],
         "sync": ["--locked", "--lock", str(files["lock"]), "--from", str(files["snap"])],
         "export-md": [str(out / "md")],
+        "export": ["md", str(out / "md2")],
         "refresh": [],
         "history": [NAME],
         "diff": [NAME, "--from", "1", "--to", "1"],
         "index check": [],
         "index rebuild": [],
+        "symbols": ["chrome.storage"],
     }
 
 

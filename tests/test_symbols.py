@@ -163,7 +163,7 @@ def test_written_pages_keep_their_symbols_in_step(db_url: str) -> None:
         store.close()
 
 
-def test_lookup_ranks_exact_then_shorter_and_finds_last_parts(db_url: str) -> None:
+def test_lookup_ranks_exact_then_in_order_and_finds_last_parts(db_url: str) -> None:
     store = Store.open(db_url)
     try:
         store.put(
@@ -171,11 +171,17 @@ def test_lookup_ranks_exact_then_shorter_and_finds_last_parts(db_url: str) -> No
             fetched_at=1.0,
             upstream="t",
         )
+        # The exact name first, then the names starting with it in order (its members).
         assert [s.name for s in store.symbol_lookup("chrome.tts", 4)] == [
             "chrome.tts",
-            "chrome.tts.stop",
+            "chrome.tts.getVoices",
             "chrome.tts.speak",
+            "chrome.tts.stop",
+        ]
+        assert [s.name for s in store.symbol_lookup("chrome.tts", 9)][4:] == [
             "chrome.ttsEngine",
+            "chrome.ttsEngine.onSpeak",
+            "chrome.ttsEngine.onStop",
         ]
         # Not a prefix of any name: the last parts match (`query` of chrome.readingList).
         assert [s.name for s in store.symbol_lookup("Quer", 5)] == ["chrome.readingList.query"]
@@ -272,5 +278,52 @@ def test_migration_fills_the_index_from_stored_pages(tmp_path: Path) -> None:
     try:
         assert store.revision() == "0015"
         assert _typed(store.symbol_list()) == _typed(extract(REF + "alarms", ALARMS))
+    finally:
+        store.close()
+
+
+@pytest.mark.sqlite_only
+def test_cli_lists_symbols_by_prefix_and_counts_them(db_url: str) -> None:
+    from click.testing import CliRunner
+
+    from mirror.cli.main import cli
+
+    store = Store.open(db_url)
+    store.put([_page(REF + "tts"), _page(REF + "readingList")], fetched_at=1.0, upstream="t")
+    store.close()
+    run = CliRunner().invoke
+    listed = run(cli, ["symbols", "chrome.tts.s", "--json", "--db", db_url])
+    assert listed.exit_code == 0, listed.output
+    rows = [json.loads(line) for line in listed.output.splitlines()]
+    assert [(r["name"], r["type"]) for r in rows] == [
+        ("chrome.tts.speak", "Method"),
+        ("chrome.tts.stop", "Method"),
+    ]
+    counts = run(cli, ["symbols", "--counts", "--json", "--db", db_url])
+    assert json.loads(counts.output) == {"total": 9, "byType": {"Namespace": 2, "Method": 7}}
+    missing = run(cli, ["symbols", "nothing.here", "--db", db_url])
+    assert missing.exit_code == 0 and "no symbols starting with nothing.here" in missing.output
+
+
+@pytest.mark.sqlite_only
+def test_index_rebuild_reads_every_pages_symbols_again(db_url: str) -> None:
+    from click.testing import CliRunner
+    from sqlalchemy import text
+
+    from mirror.cli.main import cli
+
+    store = Store.open(db_url)
+    store.put([_page(REF + "tts")], fetched_at=1.0, upstream="t")
+    before = store.symbol_list()
+    with store.engine.begin() as conn:  # as a store written by older extraction rules
+        conn.execute(text("DELETE FROM symbols"))
+    assert store.symbol_list() == []
+    store.close()
+    rebuilt = CliRunner().invoke(cli, ["index", "rebuild", "--db", db_url])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert f"{len(before)} symbol entries" in rebuilt.output
+    store = Store.open(db_url)
+    try:
+        assert store.symbol_list() == before
     finally:
         store.close()

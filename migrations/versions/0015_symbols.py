@@ -41,7 +41,7 @@ def upgrade() -> None:
         ),
     )
     op.create_index("ix_symbols_key", "symbols", ["key"])
-    op.create_index("ix_symbols_leaf", "symbols", ["leaf"])
+    op.create_index("ix_symbols_leaf", "symbols", ["leaf", "key"])
     # The extraction is code, not data: the backfill runs the rules this checkout has (as
     # every write after it does), so a store migrated here matches one built here.
     from mirror.store.tables.symbols import rebuild

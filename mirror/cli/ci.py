@@ -1,4 +1,4 @@
-"""Commands for reproducible CI: `snapshot ...`, `lock`, `sync --locked`, `export-md`."""
+"""Commands for reproducible CI: `snapshot ...`, `lock`, `sync --locked`."""
 
 from __future__ import annotations
 
@@ -305,22 +305,4 @@ def sync(
                err=True)  # fmt: skip
 
 
-@click.command(name="export-md")
-@click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--prefix", help="Only names starting with this (any name form).")
-@as_of_option
-@json_option
-@global_options
-@click.pass_context
-def export_md(ctx: click.Context, directory: Path, prefix: str | None, as_json: bool) -> None:
-    """Write one .md file per document (front matter + Markdown) and an index.md."""
-    mirror = open_mirror(ctx, readonly=True)
-    warn_pruned(mirror, prefix)
-    count = mirror.export_markdown(directory, prefix=prefix)
-    if as_json:
-        click.echo(render.to_json({"directory": str(directory), "documents": count}))
-    else:
-        click.echo(f"wrote {count} documents and index.md under {directory}", err=True)
-
-
-pin_commands = [snapshot, lock, sync, export_md]
+pin_commands = [snapshot, lock, sync]

@@ -87,10 +87,13 @@ def index_check(ctx: click.Context, as_json: bool) -> None:
 @global_options
 @click.pass_context
 def index_rebuild(ctx: click.Context, semantic: bool) -> None:
-    """Rebuild the full-text index from the stored documents (and with --semantic, every vector)."""
+    """Rebuild the full-text index and the symbol index from the stored documents (and with
+    --semantic, every vector)."""
     mirror = open_mirror(ctx)
     count = mirror.rebuild_index()
     click.echo(f"indexed {count} documents", err=True)
+    # Writes keep the symbols current; a rebuild applies a newer version's extraction rules.
+    click.echo(f"{mirror.rebuild_symbols()} symbol entries", err=True)
     if semantic:
         embedded, status = _embed(mirror, rebuild=True)
         click.echo(

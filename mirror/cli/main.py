@@ -92,10 +92,16 @@ LAZY = {
         "doctor",
         "Check SQLite, the store, the API key, and (unless --offline) one real upstream request.",
     ),
+    "export": Lazy(
+        "exports",
+        "export",
+        "Export the docs for other readers: md, a static site with search, llms.txt, a Dash/Zeal "
+        "docset.",
+    ),
     "export-md": Lazy(
-        "ci",
+        "exports",
         "export_md",
-        "Write one .md file per document (front matter + Markdown) and an index.md.",
+        "The former name of `export md DIRECTORY`, kept so scripts keep working.",
     ),
     "history": Lazy(
         "history",
@@ -136,6 +142,11 @@ LAZY = {
         "Pinned, hash-verified document sets: export, verify, import, diff, check.",
     ),
     "status": Lazy("admin", "status", "Counts, bytes, freshness, and where the store is."),
+    "symbols": Lazy(
+        "symbols",
+        "symbols",
+        "List the API symbols (methods, events, types...) the stored reference pages define.",
+    ),
     "sync": Lazy(
         "ci",
         "sync",

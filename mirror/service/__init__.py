@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import ConfigError, NetworkForbidden
@@ -33,6 +33,7 @@ from .imports import ImportFileReport
 
 if TYPE_CHECKING:
     from ..changes.events import ChangeEvent, ChangeFilter
+    from ..exports.run import ExportReport
     from ..models import Version
     from ..snapshots.diff import Diff
     from ..snapshots.format import Manifest, Snapshot
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from ..store.reader import Reader
     from ..store.store import Store
     from ..store.textindex.api import IndexState
+    from ..symbols.model import Symbol
     from ..upstream import Upstream
     from ..upstream.pacing import Pacing
     from ..upstream.retry import RetryPolicy
@@ -516,11 +518,26 @@ class Mirror:
 
         return ci.sync_locked(self._ctx(), lock_path, source=source)
 
-    def export_markdown(self, root: Path, *, prefix: str | None = None) -> int:
-        """Write the documents as a Markdown tree with an index."""
-        from . import ci
+    def export(
+        self,
+        format_name: str,
+        out: Path,
+        *,
+        prefix: str | None = None,
+        lock: Path | None = None,
+        options: Mapping[str, Any] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ExportReport:
+        """Export the selected documents as `format_name` (md, site, llms, ...) into `out`."""
+        from ..exports.run import export
+        from ..exports.source import Selection
 
-        return ci.export_markdown(self._ctx(), root, prefix=prefix_form(prefix) if prefix else None)
+        selection = Selection(prefix=prefix_form(prefix) if prefix else None, lock=lock)
+        return export(self._ctx().store, format_name, out, selection, options, progress)
+
+    def export_markdown(self, root: Path, *, prefix: str | None = None) -> int:
+        """Write the documents as a Markdown tree with an index (`export("md", ...)`)."""
+        return self.export("md", root, prefix=prefix).pages
 
     @staticmethod
     def verify_snapshot(path: Path, *, max_document_bytes: int | None = None) -> VerifyReport:
@@ -632,3 +649,20 @@ class Mirror:
     def rebuild_index(self) -> int:
         """Rebuild the local search index from the stored documents; returns how many."""
         return self._ctx().store.rebuild_index()
+
+    def symbol_exact(self, name: str) -> Symbol | None:
+        """The API symbol called `name` (case folded) whose page is stored, or None."""
+        return self._ctx().store.symbol_exact(name)
+
+    def symbol_lookup(self, prefix: str, limit: int = 20) -> list[Symbol]:
+        """Up to `limit` API symbols whose name, or else whose last part, starts with
+        `prefix`: the exact name first, then the others in order."""
+        return self._ctx().store.symbol_lookup(prefix, limit)
+
+    def rebuild_symbols(self) -> int:
+        """Read every stored page's symbols again (one transaction); how many entries."""
+        return self._ctx().store.rebuild_symbols()
+
+    def symbol_list(self) -> list[Symbol]:
+        """Every API symbol whose page is stored, one per name, by name."""
+        return self._ctx().store.symbol_list()

@@ -1,6 +1,7 @@
-"""Reproducible-CI use cases: export/import/check snapshots, lock and sync, Markdown trees.
+"""Reproducible-CI use cases: export/import/check snapshots, lock and sync.
 
-The file formats are in snapshot.py, snapshot_diff.py, lockfile.py and mdpaths.py (pure);
+The file formats are in snapshot.py, snapshot_diff.py and lockfile.py (pure); Markdown trees
+and the other exports are mirror/exports/;
 this module connects them to the store and the upstream.
 """
 
@@ -15,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from .. import limits
 from .. import names as naming
 from ..errors import InvalidInput, NotCached
-from ..files import atomic_file, make_folder, write_atomic
-from ..models import Document, View, data_source_of, rfc3339
+from ..exports.source import from_history, locked_versions
+from ..files import write_atomic
+from ..models import Document, View, rfc3339
 from ..snapshots import format as snapshot
-from ..snapshots import lockfile, mdpaths
+from ..snapshots import lockfile
 from ..snapshots import read as snapshot_read
 from ..snapshots.age import snapshot_written_at
 from ..snapshots.diff import check_base, check_result, delta_roots
@@ -141,23 +143,7 @@ def export(
                 inherited = True
     pinned: dict[str, Document] = {}
     if lock is not None:
-        entries = lockfile.read_lock_file(lock)
-        names = [e.name for e in entries]
-        cached = store.get_many(names)
-        have: dict[str, str | None] = {n: c.sha256 for n, c in cached.items()}
-        moved = lockfile.check_locked(entries, have)
-        # A refresh may have moved a document on: its locked version is still in history.
-        by_name = {e.name: e for e in entries}
-        pinned = _from_history(ctx, [by_name[m.name] for m in moved])
-        have.update((n, lockfile.LockEntry.from_document(d).sha256) for n, d in pinned.items())
-        wrong = lockfile.check_locked(entries, have)
-        if wrong:
-            raise snapshot.SnapshotError(
-                f"the store does not hold the locked bytes of {len(wrong)} document(s):\n  "
-                + "\n  ".join(str(m) for m in wrong[:20]),
-                names=[m.name for m in wrong],
-                hint="run `dk-mirror sync --locked` first",
-            )
+        names, pinned = locked_versions(store, lock)
     if names is not None and not inherited:
         present = {d.name for d in store.iter_documents(names=names)}
         missing = sorted(set(names) - present)
@@ -352,7 +338,7 @@ def sync_locked(ctx: Context, lock_path: Path, *, source: Path | None) -> SyncRe
     todo = {m.name for m in lockfile.check_locked(entries, have)}
     report = SyncReport(locked=len(entries), already=len(entries) - len(todo))
     # The store's own history first: a lock pinning an older version restores it offline.
-    candidates = _from_history(ctx, [wanted[n] for n in sorted(todo)])
+    candidates = from_history(ctx.store, [wanted[n] for n in sorted(todo)])
     found_in: dict[str, str] = {}  # where a document not in the store was found
     if todo - candidates.keys() and source is not None:
         snap = read_snapshot(source)
@@ -402,43 +388,5 @@ def _found_elsewhere(
     return replace(mismatch, reason="differs", actual=actual, found_in=found_in[mismatch.name])
 
 
-def _from_history(ctx: Context, entries: Sequence[lockfile.LockEntry]) -> dict[str, Document]:
-    """The locked versions the store's history still keeps, by name."""
-    found: dict[str, Document] = {}
-    for entry in entries:
-        doc = ctx.store.version_document(entry.name, entry.sha256.removeprefix("sha256:"))
-        if doc is not None:
-            found[entry.name] = doc
-    return found
-
-
 def _matches(doc: Document, entry: lockfile.LockEntry) -> bool:
     return doc.content is not None and lockfile.LockEntry.from_document(doc).sha256 == entry.sha256
-
-
-def export_markdown(ctx: Context, root: Path, *, prefix: str | None = None) -> int:
-    """Write one .md file per document (front matter + Markdown) and an index.md under `root`."""
-    make_folder(root)
-    count = 0
-    hosts: set[str] = set()
-    for doc in ctx.store.iter_documents(prefix=prefix):
-        relative = mdpaths.relative_path(doc.name)
-        target = mdpaths.check_inside(root, relative)
-        write_atomic(target, mdpaths.front_matter(doc) + (doc.content or ""), make_parents=True)
-        count += 1
-        hosts.add(data_source_of(doc.name))
-    # The index groups by host: the store is listed again one host at a time (a name range
-    # each) rather than every entry held, so memory stays bounded at any size.
-    with atomic_file(root / mdpaths.INDEX) as out:
-        out.write(mdpaths.index_head(count, len(hosts)).encode("utf-8"))
-        for host in sorted(hosts):
-            out.write(mdpaths.index_host(host).encode("utf-8"))
-            where = f"documents/{host}/"
-            if prefix and prefix.startswith(where):
-                where = prefix
-            for item in ctx.store.list_documents(where, None, content_only=True):
-                if prefix and not item.name.startswith(prefix):
-                    continue
-                path = mdpaths.relative_path(item.name)
-                out.write(mdpaths.index_entry(item.name, item.title, path).encode("utf-8"))
-    return count

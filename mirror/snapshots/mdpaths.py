@@ -152,8 +152,8 @@ def front_matter(doc: Document) -> str:
     return "\n".join([*lines, "---", ""])
 
 
-def _md_text(text: str) -> str:
-    # Link text on one line, with Markdown's active characters escaped so a title stays literal.
+def md_text(text: str) -> str:
+    """`text` on one line with Markdown's active characters escaped: a title stays literal."""
     flat = " ".join(text.split())
     return "".join("\\" + c if c in "\\`*_[]<>#!|" else c for c in flat)
 
@@ -177,12 +177,17 @@ def index_head(documents: int, hosts: int) -> str:
 
 def index_host(host: str) -> str:
     """The heading of one host's section of index.md (hosts come sorted)."""
-    return f"\n## {_md_text(host)}\n\n"
+    return f"\n## {md_text(host)}\n\n"
+
+
+def link_target(path: PurePosixPath) -> str:
+    """A relative path as a Markdown or HTML link target."""
+    # quote() escapes `%` too: the file `%41bc.md` is reached by the link `%2541bc.md`.
+    return quote(path.as_posix(), safe="/")
 
 
 def index_entry(name: str, title: str | None, path: PurePosixPath) -> str:
     """One document's line of index.md (within its host, names come sorted)."""
-    # quote() escapes `%` too: the file `%41bc.md` is reached by the link `%2541bc.md`.
-    target = quote(path.as_posix(), safe="/")
-    label = _md_text(title) if title and title.strip() else _md_text(name)
-    return f"- [{label}]({target}) — {_md_text(name)}\n"
+    target = link_target(path)
+    label = md_text(title) if title and title.strip() else md_text(name)
+    return f"- [{label}]({target}) — {md_text(name)}\n"

@@ -165,7 +165,7 @@ class StoreReads(Protocol):
 
     def symbol_lookup(self, prefix: str, limit: int) -> list[Symbol]:
         """Up to `limit` symbols whose name, or else whose last part, starts with `prefix`:
-        an exact name first, then shorter names, then by name."""
+        the exact name first, then the others in order (a namespace before its members)."""
         ...
 
     def symbol_list(self) -> list[Symbol]:

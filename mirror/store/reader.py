@@ -253,7 +253,7 @@ class Reader:
         try:
             by_key = self._conn.execute(symbol_sql.BY_KEY, params).fetchall()
             by_leaf = []
-            if len(by_key) < limit:
+            if symbol_sql.wants_leaf(by_key, limit):
                 by_leaf = self._conn.execute(symbol_sql.BY_LEAF, params).fetchall()
         finally:
             self._conn.execute("COMMIT")

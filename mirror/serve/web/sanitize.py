@@ -124,6 +124,11 @@ _NUMERIC = frozenset({"colspan", "rowspan", "start", "width", "height"})
 _DATA_IMAGE = re.compile(r"^data:image/(?:png|gif|jpeg|webp);base64,[A-Za-z0-9+/=\s]+$")
 # The last check before an href is written: only web links, our own pages and fragments.
 _SAFE_HREF = re.compile(r"^(?:https?://|mailto:|/doc/|#)")
+# ... and, for a static export (exports/site.py), a relative link between two of its pages:
+# path segments without a scheme, percent-encoded, then an optional fragment.
+_RELATIVE_HREF = re.compile(
+    r"^(?:\.\./)*[A-Za-z0-9%._~-]+(?:/[A-Za-z0-9%._~-]+)*(?:#[^\s\"'<>]*)?$"
+)
 
 # nh3 escapes `<` and `>` in text and attribute values and double-quotes every value, so in
 # its output every `<` opens a real tag and these two patterns read tags exactly.
@@ -196,7 +201,8 @@ def _anchor(attrs: dict[str, str], link_for: Callable[[str], Link]) -> tuple[str
         return _tag("a", list(attrs.items())), ""
     link = link_for(attrs.pop("href"))
     kept = [(n, v) for n, v in attrs.items() if n not in ("class", "title")]
-    if link.href and _SAFE_HREF.match(link.href):
+    local = link.kind == "local" and _RELATIVE_HREF.match(link.href or "")
+    if link.href and (_SAFE_HREF.match(link.href) or local):
         kept.insert(0, ("href", link.href))
     suffix = ""
     if link.kind == "local":

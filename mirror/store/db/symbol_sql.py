@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ...symbols import choose
 from ...symbols.model import Symbol
 
 # Only names whose documenting page is stored with content are shown: a link can name a
@@ -15,52 +16,44 @@ _COLUMNS = "s.name, s.type, s.document, s.anchor, s.parent, s.source"
 
 EXACT = f"SELECT {_COLUMNS} FROM symbols AS s WHERE s.key = :key AND {_SHOWN}"
 ALL = f"SELECT {_COLUMNS} FROM symbols AS s WHERE {_SHOWN} ORDER BY s.name"
-# The first :limit names whose `key` or `leaf` starts with :low (< :high ends the range):
-# an exact match first, then shorter names, then by name; every row of each.
-_PREFIX = (
-    f"SELECT {_COLUMNS}, top.exact, top.size FROM symbols AS s JOIN ("
-    "SELECT s.name AS name, min(CASE WHEN s.{col} = :low THEN 0 ELSE 1 END) AS exact, "
-    "length(s.name) AS size FROM symbols AS s "
-    f"WHERE s.{{col}} >= :low AND s.{{col}} < :high AND {_SHOWN} "
-    "GROUP BY s.name ORDER BY exact, size, s.name LIMIT :limit"
-    ") AS top ON top.name = s.name WHERE {shown}"
+# Rows whose `key` (or `leaf`) starts with :low (< :high ends the range), in index order, so
+# the scan stops after :rows rows however many names share a short prefix; ties by name.
+BY_KEY = (
+    f"SELECT {_COLUMNS} FROM symbols AS s WHERE s.key >= :low AND s.key < :high AND {_SHOWN} "
+    "ORDER BY s.key LIMIT :rows"
 )
-BY_KEY = _PREFIX.format(col="key", shown=_SHOWN)
-BY_LEAF = _PREFIX.format(col="leaf", shown=_SHOWN)
+BY_LEAF = (
+    f"SELECT {_COLUMNS} FROM symbols AS s WHERE s.leaf >= :low AND s.leaf < :high AND {_SHOWN} "
+    "ORDER BY s.leaf, s.key LIMIT :rows"
+)
+# Rows read per wanted name: a name linked from several pages has a row from each.
+_ROWS_PER_NAME = 4
 
 
 def prefix_params(prefix: str, limit: int) -> dict[str, Any]:
     """The parameters of BY_KEY and BY_LEAF for a prefix as typed."""
     low = prefix.strip().casefold()
-    return {"low": low, "high": low + "\U0010ffff", "limit": limit}
+    return {"low": low, "high": low + "\U0010ffff", "rows": limit * _ROWS_PER_NAME + 16}
 
 
 def best(rows: Iterable[Sequence[Any]]) -> list[Symbol]:
-    """One symbol per name from rows of _COLUMNS, in the order names first appear: the row
-    read from the page that documents the name, else one with an anchor, else the first by
-    page name."""
-    chosen: dict[str, tuple[tuple[bool, bool, str], Symbol]] = {}
-    for row in rows:
-        name, kind, document, anchor, parent, source = row[:6]
-        rank = (source != document, anchor is None, document)
-        held = chosen.get(name)
-        if held is None or rank < held[0]:
-            chosen[name] = (rank, Symbol(name, kind, document, anchor, parent))
-    return [symbol for _, symbol in chosen.values()]
+    """One symbol per name from rows of _COLUMNS, in the order names first appear
+    (symbols/choose.py says which)."""
+    return choose.best((Symbol(*row[:5]), row[5]) for row in rows)
 
 
-def ranked(rows: Sequence[Sequence[Any]]) -> list[Symbol]:
-    """The symbols of BY_KEY / BY_LEAF rows, best first (exact, shorter, by name)."""
-    order = sorted(rows, key=lambda row: (row[6], row[7], row[0]))
-    return best(order)
+def wants_leaf(by_key: Sequence[Sequence[Any]], limit: int) -> bool:
+    """Whether a lookup needs BY_LEAF too: BY_KEY's rows hold fewer than `limit` names."""
+    return len({row[0] for row in by_key}) < limit
 
 
 def merged(
     by_key: Sequence[Sequence[Any]], by_leaf: Sequence[Sequence[Any]], limit: int
 ) -> list[Symbol]:
-    """The first `limit` symbols of a prefix lookup: names starting with it, then names
-    whose last part does (`Dense` finds tf.keras.layers.Dense)."""
-    found = ranked(by_key)
+    """The first `limit` symbols of a prefix lookup: names starting with the prefix in order
+    (the exact name first, a namespace before its members), then names whose last part does
+    (`Dense` finds tf.keras.layers.Dense)."""
+    found = best(by_key)  # in key order, the exact name (the shortest) comes first
     seen = {s.name for s in found}
-    found += [s for s in ranked(by_leaf) if s.name not in seen]
+    found += [s for s in best(by_leaf) if s.name not in seen]
     return found[:limit]

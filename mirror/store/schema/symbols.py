@@ -29,10 +29,11 @@ symbols = Table(
     Column("document", NAME, nullable=False),
     Column("anchor", String(500)),
     Column("parent", NAME),
-    # The name and its last part case folded, for prefix lookups (a range on an index; NAME's
-    # "C" collation on PostgreSQL makes the range compare by code point as on SQLite).
+    # The name and its last part case folded, for prefix lookups: a range scan of an index in
+    # its order, stopping after the rows wanted (NAME's "C" collation on PostgreSQL makes the
+    # range and the order those of code points, as on SQLite).
     Column("key", NAME, nullable=False),
     Column("leaf", NAME, nullable=False),
     Index("ix_symbols_key", "key"),
-    Index("ix_symbols_leaf", "leaf"),
+    Index("ix_symbols_leaf", "leaf", "key"),
 )

@@ -87,7 +87,8 @@ def lookup(conn: Connection, prefix: str, limit: int) -> list[Symbol]:
     """Up to `limit` symbols whose name, or else whose last part, starts with `prefix`."""
     params = symbol_sql.prefix_params(prefix, limit)
     by_key = conn.execute(text(symbol_sql.BY_KEY), params).all()
-    by_leaf = conn.execute(text(symbol_sql.BY_LEAF), params).all() if len(by_key) < limit else []
+    wanted = symbol_sql.wants_leaf(by_key, limit)
+    by_leaf = conn.execute(text(symbol_sql.BY_LEAF), params).all() if wanted else []
     return symbol_sql.merged(by_key, by_leaf, limit)
 
 
