@@ -262,7 +262,8 @@ class StaticSite:
     one per core, up to MAX_WORKERS)."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
-        self.workers = int(options.get("workers") or min(cores(), MAX_WORKERS))
+        given = options.get("workers")
+        self.workers = min(cores(), MAX_WORKERS) if given is None else max(1, int(given))
         self.notes: list[str] = []
 
     def files(self, pages: Pages) -> Iterator[OutFile]:
