@@ -85,8 +85,9 @@ def export(
     pages = Pages(entries, lambda: read_documents(store, selection), progress, selection)
     writer = TreeWriter(out)
     old = previous.files if previous is not None else frozenset()
+    files = run.files(pages)
     try:
-        for item in run.files(pages):
+        for item in files:
             writer.write(item.path, item.data)
         writer.write(attribution.NOTICE_PATH, attribution.NOTICE.encode("utf-8"))
         removed = writer.remove(old)
@@ -96,6 +97,12 @@ def export(
         with contextlib.suppress(Exception):
             Manifest(spec.name, old | writer.seen).write(out)
         raise
+    finally:
+        # Stopped early: the format's generator ends now (its worker processes with it),
+        # not whenever the traceback that holds it is freed.
+        close = getattr(files, "close", None)
+        if close is not None:
+            close()
     Manifest(spec.name, writer.seen).write(out)
     return ExportReport(
         format_name=spec.name,
