@@ -70,6 +70,7 @@ def test_llms_full_holds_whole_pages_under_max_bytes_and_says_what_is_left_out(
         "not fit in 60000 bytes (--max-bytes)"
     ]
     assert f"{kept} of 50 pages" in (out / "llms.txt").read_text()
-    with pytest.raises(InvalidInput, match="leaves no room"):
-        sample.export("llms", out, options={"max_bytes": 100})
+    for too_small in (100, 0):
+        with pytest.raises(InvalidInput, match="leaves no room"):
+            sample.export("llms", out, options={"max_bytes": too_small})
     assert PurePosixPath("llms-full.txt").name in {p.name for p in out.iterdir()}

@@ -129,6 +129,7 @@ def test_cli_summary_and_one_line_errors(sample_url: str, tmp_path: Path) -> Non
     assert code == 2 and "holds a `md` export" in err and "Traceback" not in err
     code, _, err = _run("export", "md", str(tmp_path / "x"), "--prefix", "nowhere.example/", *db)
     assert code == 2 and "no document with content matches" in err
+    assert not (tmp_path / "x").exists()
     (tmp_path / "file").write_text("")
     code, _, err = _run("export", "md", str(tmp_path / "file"), *db)
     assert code == 2 and "file" in err

@@ -132,6 +132,19 @@ def _until(condition: Any, what: str, proc: Run, timeout: float = 60.0) -> None:
         time.sleep(0.02)
 
 
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as listed:
+        return [int(p) for p in listed.read().split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def _stopped_promptly(run: Run) -> None:
     """Ctrl-C now: "stopping..." within moments, exit 130 soon after, no traceback."""
     pressed = run.interrupt()
@@ -355,9 +368,12 @@ def test_ctrl_c_stops_an_export_at_once_with_no_file_half_written(
         return out.exists() and sum(1 for _ in out.rglob(f"*{suffix}")) > 100
 
     _until(begun, "began writing", run)
+    workers = _children(run.proc.pid)
+    assert command != "site" or workers  # the site renders on worker processes
     _stopped_promptly(run)
     left = [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
     assert not left, left  # no temporary file is left behind
+    assert not [pid for pid in workers if _alive(pid)]  # no worker outlives the command
     if command == "snapshot":
         assert not out.exists()  # no snapshot at all rather than part of one
         return

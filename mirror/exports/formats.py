@@ -70,8 +70,8 @@ SPECS: tuple[Spec, ...] = (
                 "--max-bytes",
                 "max_bytes",
                 int,
-                "llms: the most bytes llms-full.txt may hold (whole pages, in name order).",
-                5_000_000,
+                "llms: the most bytes llms-full.txt may hold (whole pages, in name order; "
+                "default 5000000).",
             ),
         ),
     ),

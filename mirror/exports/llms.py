@@ -26,6 +26,7 @@ FULL = PurePosixPath("llms-full.txt")
 INDEX = PurePosixPath("llms.txt")
 TOP_LEVEL = "Top level"
 _DESCRIPTION_CHARS = 200
+DEFAULT_MAX_BYTES = 5_000_000
 # Room kept at the end of llms-full.txt for the note on what was left out.
 _TAIL_ROOM = 2048
 
@@ -103,11 +104,12 @@ class LlmsText:
     """One run of the llms format; option `max_bytes` caps llms-full.txt."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
-        self.max_bytes = int(options.get("max_bytes") or 5_000_000)
+        given = options.get("max_bytes")
+        self.max_bytes = DEFAULT_MAX_BYTES if given is None else int(given)
         if self.max_bytes < 2 * _TAIL_ROOM:
             raise InvalidInput(
                 f"--max-bytes {self.max_bytes} leaves no room for a page in llms-full.txt",
-                hint=f"give at least {2 * _TAIL_ROOM} (the default is 5000000)",
+                hint=f"give at least {2 * _TAIL_ROOM} (the default is {DEFAULT_MAX_BYTES})",
             )
         self.notes: list[str] = []
 

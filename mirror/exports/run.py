@@ -8,6 +8,7 @@ the one before wrote, so the next run still knows what it may remove.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,25 +75,34 @@ def export(
             hint="export each format to its own folder",
         )
     run = spec.load()(dict(options or {}))
-    make_folder(out)
     entries = [Entry.of(doc) for doc in read_documents(store, selection)]
     if not entries:
         raise InvalidInput(
             "no document with content matches the selection",
             hint="check --prefix, or fetch the documents first (dk-mirror fetch / crawl)",
         )
+    make_folder(out)  # only now: a selection of nothing leaves no empty folder behind
     pages = Pages(entries, lambda: read_documents(store, selection), progress, selection)
     writer = TreeWriter(out)
     old = previous.files if previous is not None else frozenset()
+    files = run.files(pages)
     try:
-        for item in run.files(pages):
+        for item in files:
             writer.write(item.path, item.data)
         writer.write(attribution.NOTICE_PATH, attribution.NOTICE.encode("utf-8"))
         removed = writer.remove(old)
     except BaseException:
-        # Ctrl-C, a full disk: remember everything written so far, so nothing is orphaned.
-        Manifest(spec.name, old | writer.seen).write(out)
+        # Ctrl-C, a full disk: remember everything written so far, so nothing is orphaned
+        # (if even that cannot be written, the first failure is the one to report).
+        with contextlib.suppress(Exception):
+            Manifest(spec.name, old | writer.seen).write(out)
         raise
+    finally:
+        # Stopped early: the format's generator ends now (its worker processes with it),
+        # not whenever the traceback that holds it is freed.
+        close = getattr(files, "close", None)
+        if close is not None:
+            close()
     Manifest(spec.name, writer.seen).write(out)
     return ExportReport(
         format_name=spec.name,

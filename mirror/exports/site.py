@@ -17,6 +17,7 @@ one forked worker per core, up to MAX_WORKERS (workers.py; option `workers`, 1 f
 
 from __future__ import annotations
 
+import contextlib
 import html
 import posixpath
 from collections import defaultdict
@@ -262,7 +263,8 @@ class StaticSite:
     one per core, up to MAX_WORKERS)."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
-        self.workers = int(options.get("workers") or min(cores(), MAX_WORKERS))
+        given = options.get("workers")
+        self.workers = min(cores(), MAX_WORKERS) if given is None else max(1, int(given))
         self.notes: list[str] = []
 
     def files(self, pages: Pages) -> Iterator[OutFile]:
@@ -272,10 +274,10 @@ class StaticSite:
         search = SearchIndex()
         docs = (_bare(doc) for doc in pages.documents())
         try:
-            rendered = ordered_map(_render, docs, workers=self.workers)
-            for one in rendered:
-                yield OutFile(one.path, one.page)
-                search.add(one.path.as_posix(), one.title, one.host, one.description, one.clean)
+            with contextlib.closing(ordered_map(_render, docs, workers=self.workers)) as rendered:
+                for one in rendered:
+                    yield OutFile(one.path, one.page)
+                    search.add(one.path.as_posix(), one.title, one.host, one.description, one.clean)
         finally:
             _RENDERER = None
         yield OutFile(INDEX, index_page(pages.entries))

@@ -1,8 +1,8 @@
 """Reproducible-CI use cases: export/import/check snapshots, lock and sync.
 
-The file formats are in snapshot.py, snapshot_diff.py and lockfile.py (pure); Markdown trees
-and the other exports are mirror/exports/;
-this module connects them to the store and the upstream.
+The file formats are in snapshot.py, snapshot_diff.py and lockfile.py (pure); this module
+connects them to the store and the upstream. Markdown trees and the other exports for readers
+are mirror/exports/.
 """
 
 from __future__ import annotations
