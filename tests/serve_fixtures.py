@@ -1,5 +1,9 @@
-"""Fixtures for `dk-mirror serve`: real servers (uvicorn on 127.0.0.1, an ephemeral port).
+"""Fixtures for `dk-mirror serve`: the app in-process (Starlette's TestClient), or a real
+server (uvicorn on 127.0.0.1, an ephemeral port) for what needs a socket.
 
+Route, header and status tests use `serve_client`: the same app, its middleware and lifespan,
+called without a socket, a server thread or a port. Tests of what happens on the wire (chunked
+bodies, deadlines, keep-alive, other programs as clients) use `serve_app`.
 The web stack is imported inside the fixtures, so tests that never serve never load it.
 """
 
@@ -8,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,6 +22,34 @@ from tests.conftest import no_wait_retry
 from tests.store_templates import StoreTemplates, import_sample
 
 TOKEN = "test-token-0123456789abcdef"
+# The port an in-process app is built for and its client's URL names (nothing listens on it):
+# the Host and Origin checks compare against it as they would against a real port.
+IN_PROCESS_PORT = 8787
+
+if TYPE_CHECKING:
+    from starlette.testclient import TestClient
+
+
+@pytest.fixture
+def serve_client() -> Iterator[Callable[..., TestClient]]:
+    """`build_app(mirror, ServeOptions(**options))` behind a TestClient whose base URL is
+    http://127.0.0.1:<port>; its lifespan runs, and it closes after the test. Server errors
+    come back as 500 responses, as from uvicorn."""
+    from starlette.testclient import TestClient
+
+    from mirror.serve import ServeOptions
+    from mirror.serve.app import build_app
+
+    with contextlib.ExitStack() as stack:
+
+        def start(mirror: Mirror, **options: Any) -> TestClient:
+            options.setdefault("port", IN_PROCESS_PORT)
+            app = build_app(mirror, ServeOptions(**options))
+            base_url = f"http://127.0.0.1:{options['port']}"
+            client = TestClient(app, base_url=base_url, raise_server_exceptions=False)
+            return stack.enter_context(client)
+
+        yield start
 
 
 @pytest.fixture
