@@ -14,6 +14,9 @@ import pytest
 from tests.emulator import Emulator, Fault
 from tests.emulator_mcp import TOOLS_LIST_FILE
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 # The `emulator` fixture comes from tests/emulator_fixtures.py (a plugin of tests/conftest.py).
 
 KEY = {"X-Goog-Api-Key": "test-key"}
