@@ -73,11 +73,13 @@ def serve_app() -> Iterator[Callable[..., str]]:
 
 @pytest.fixture
 def store_mirror(
-    another_db_url: Callable[[], str], store_templates: StoreTemplates
+    request: pytest.FixtureRequest,
+    another_db_url: Callable[[], str],
+    store_templates: StoreTemplates,
 ) -> Iterator[Callable[..., Mirror]]:
     """Mirrors on named stores (on the test's backend), closed after the test. `sample=True`
-    makes a new store hold the sample documents (on SQLite, a copy of a store that imported
-    them once per session)."""
+    makes a new store hold the sample documents: a copy of a store (SQLite) or a database
+    (PostgreSQL) that imported them once per session."""
     made: list[Mirror] = []
     urls: dict[str, str] = {}
 
@@ -88,7 +90,8 @@ def store_mirror(
                 path = Path(urls[name].removeprefix("sqlite:///"))
                 store_templates.copy("sample", import_sample, path)
             elif sample:
-                import_sample(urls[name])
+                server = request.getfixturevalue("postgres_server")
+                server.copy_over(urls[name], server.template("sample", import_sample))
         settings = Settings(db_url=urls[name], **fields)
         mirror = Mirror(settings, retry=no_wait_retry())
         made.append(mirror)

@@ -33,11 +33,10 @@ def _assert_413(status: int, body: bytes) -> None:
 
 
 @pytest.mark.parametrize("path", ["/v1:answerQuery", "/v1alpha:answerQuery", "/mcp", "/"])
-def test_a_declared_body_over_the_limit_is_refused_unread(sample_mirror, serve_app, path):
-    url = serve_app(sample_mirror)
+def test_a_declared_body_over_the_limit_is_refused_unread(sample_mirror, serve_client, path):
     body = json.dumps({"query": "x" * (LIMIT + 1)}).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    response = httpx.post(url + path, content=body, headers=headers)
+    response = serve_client(sample_mirror).post(path, content=body, headers=headers)
     _assert_413(response.status_code, response.content)
 
 
