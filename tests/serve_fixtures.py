@@ -10,6 +10,7 @@ The web stack is imported inside the fixtures, so tests that never serve never l
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ import pytest
 
 from mirror.config import Settings
 from mirror.service import Mirror
-from tests.conftest import no_wait_retry
+from tests.conftest import isolate, no_wait_retry
 from tests.store_templates import StoreTemplates, import_sample
 
 TOKEN = "test-token-0123456789abcdef"
@@ -52,23 +53,43 @@ def serve_client() -> Iterator[Callable[..., TestClient]]:
         yield start
 
 
-@pytest.fixture
-def serve_app() -> Iterator[Callable[..., str]]:
-    """Start `build_app(mirror, ServeOptions(**options))` in a thread; returns its base URL."""
+def _serve(stack: contextlib.ExitStack, mirror: Mirror, **options: Any) -> str:
+    """`build_app(mirror, ServeOptions(**options))` under uvicorn in a thread until `stack`
+    closes; its base URL."""
     from mirror.serve import ServeOptions
     from mirror.serve.app import build_app
     from mirror.serve.runner import bind, running
 
+    # Bound first: the app's Origin checks need the real port.
+    sock = bind("127.0.0.1", 0)
+    options.setdefault("port", sock.getsockname()[1])
+    app = build_app(mirror, ServeOptions(**options))
+    return stack.enter_context(running(app, sock=sock))
+
+
+@pytest.fixture
+def serve_app() -> Iterator[Callable[..., str]]:
+    """Start `build_app(mirror, ServeOptions(**options))` in a thread; returns its base URL."""
     with contextlib.ExitStack() as stack:
+        yield functools.partial(_serve, stack)
 
-        def start(mirror: Mirror, **options: Any) -> str:
-            # Bound first: the app's Origin checks need the real port.
-            sock = bind("127.0.0.1", 0)
-            options.setdefault("port", sock.getsockname()[1])
-            app = build_app(mirror, ServeOptions(**options))
-            return stack.enter_context(running(app, sock=sock))
 
-        yield start
+@pytest.fixture(scope="module")
+def served_sample(
+    store_templates: StoreTemplates, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """One real server for a whole module of read-only tests: the offline sample mirror with
+    default options, under uvicorn on 127.0.0.1; its base URL. (A test that changes the store
+    or needs other options starts its own with `serve_app`.)"""
+    folder = tmp_path_factory.mktemp("served-sample")
+    with contextlib.ExitStack() as stack:
+        env = stack.enter_context(pytest.MonkeyPatch.context())
+        isolate(env, folder / "home")
+        db_url = store_templates.copy("sample", import_sample, folder / "store.sqlite3")
+        mirror = stack.enter_context(
+            Mirror(Settings(db_url=db_url, offline=True), retry=no_wait_retry())
+        )
+        yield _serve(stack, mirror)
 
 
 @pytest.fixture
