@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def serve_client() -> Iterator[Callable[..., TestClient]]:
-    """`build_app(mirror, ServeOptions(**options))` behind a TestClient whose base URL is
-    http://127.0.0.1:<port>; its lifespan runs, and it closes after the test. Server errors
-    come back as 500 responses, as from uvicorn."""
+    """`build_app(mirror, ServeOptions(**options), replay=replay)` behind a TestClient whose
+    base URL is http://127.0.0.1:<port>; its lifespan runs, and it closes after the test.
+    Server errors come back as 500 responses, as from uvicorn."""
     from starlette.testclient import TestClient
 
     from mirror.serve import ServeOptions
@@ -43,9 +43,9 @@ def serve_client() -> Iterator[Callable[..., TestClient]]:
 
     with contextlib.ExitStack() as stack:
 
-        def start(mirror: Mirror, **options: Any) -> TestClient:
+        def start(mirror: Mirror, *, replay: bool = True, **options: Any) -> TestClient:
             options.setdefault("port", IN_PROCESS_PORT)
-            app = build_app(mirror, ServeOptions(**options))
+            app = build_app(mirror, ServeOptions(**options), replay=replay)
             base_url = f"http://127.0.0.1:{options['port']}"
             client = TestClient(app, base_url=base_url, raise_server_exceptions=False)
             return stack.enter_context(client)
