@@ -302,6 +302,11 @@ def test_fault_status_with_retry_after_counts_and_path_matching(
     assert http.get(SEARCH, params={"query": "keras"}).status_code == 200 and emulator.count() == 1
 
 
+def test_a_marked_module_shares_one_emulator(emulator: Emulator, module_emulator: Emulator) -> None:
+    # This module is marked shared_emulator: no server is started per test.
+    assert emulator is module_emulator and emulator.base_url
+
+
 def test_restore_returns_to_how_it_was_built(emulator: Emulator, http: httpx.Client) -> None:
     # What a module-shared emulator does between tests (tests/emulator_fixtures.py).
     built = http.get("/v1/documents/www.tensorflow.org/README").json()
