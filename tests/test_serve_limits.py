@@ -40,8 +40,8 @@ def test_a_declared_body_over_the_limit_is_refused_unread(sample_mirror, serve_c
     _assert_413(response.status_code, response.content)
 
 
-def test_a_streamed_body_is_counted_and_refused_past_the_limit(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
+def test_a_streamed_body_is_counted_and_refused_past_the_limit(served_sample):
+    url = served_sample
     with _connect(url) as sock:
         host = urlsplit(url).netloc
         sock.sendall(
@@ -60,8 +60,8 @@ def test_a_streamed_body_is_counted_and_refused_past_the_limit(sample_mirror, se
     _assert_413(int(head.split(b" ", 2)[1]), body)
 
 
-def test_a_body_under_the_limit_reaches_the_route(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
+def test_a_body_under_the_limit_reaches_the_route(served_sample):
+    url = served_sample
     # Large but legal in size: the route itself answers (Google's unknown-field 400).
     body = json.dumps({"query": "q", "padding": "x" * (LIMIT - 100)})
     response = httpx.post(url + "/v1:answerQuery", content=body)

@@ -216,10 +216,10 @@ def test_fetch_modes(store_mirror, emulator):
 
 
 @pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
-def test_http_client_lists_reference_tools_and_calls_each(sample_mirror, serve_app):
+def test_http_client_lists_reference_tools_and_calls_each(sample_mirror, served_sample):
     from mcp import Client
 
-    url = serve_app(sample_mirror)
+    url = served_sample  # the same sample documents as sample_mirror's
     names = [s.name for s in sample_mirror.list_documents(prefix=SAMPLE + "/", limit=2)]
 
     async def main() -> dict[str, Any]:

@@ -147,9 +147,10 @@ def test_answer_query_passes_through(a_client, emulator):
 
 
 @pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
-def test_read_only_local_search_pages_and_filters(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
-    upstream = open_upstream(Settings(db_url="sqlite://", upstream=url), retry=no_wait_retry())
+def test_read_only_local_search_pages_and_filters(served_sample):
+    upstream = open_upstream(
+        Settings(db_url="sqlite://", upstream=served_sample), retry=no_wait_retry()
+    )
     query = "service worker"
     pages = [upstream.search_chunks(query, page_size=3)]
     while pages[-1].next_page_token and len(pages) < 50:
