@@ -3,7 +3,8 @@ server (uvicorn on 127.0.0.1, an ephemeral port) for what needs a socket.
 
 Route, header and status tests use `serve_client`: the same app, its middleware and lifespan,
 called without a socket, a server thread or a port. Tests of what happens on the wire (chunked
-bodies, deadlines, keep-alive, other programs as clients) use `serve_app`.
+bodies, deadlines, keep-alive, other programs as clients) use `serve_app`, or, when they
+only read the sample, `served_sample`: one real server for the whole module.
 The web stack is imported inside the fixtures, so tests that never serve never load it.
 """
 
