@@ -36,9 +36,14 @@ UNDER_TEST_BIN = os.path.dirname(sys.executable)
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's settings, key or store; the default home is a temp dir."""
+    isolate(monkeypatch, tmp_path / "home")
+
+
+def isolate(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """`isolated_env` for any scope (module fixtures build before a test's own patches)."""
     for var in ENV_VARS:  # every variable the code reads, API key included
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv(ENV_HOME, str(tmp_path / "home"))
+    monkeypatch.setenv(ENV_HOME, str(home))
     # A subprocess that runs `python3` or `dk-mirror` by name gets the ones under test (this
     # interpreter's, its virtualenv's), never whatever else comes first on the caller's PATH.
     monkeypatch.setenv("PATH", os.pathsep.join([UNDER_TEST_BIN, os.environ.get("PATH", "")]))

@@ -12,13 +12,14 @@ request records in ``emulator_http.py``. Import everything from here.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
 import re
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -147,8 +148,6 @@ class Emulator(SearchSurface, McpSurface):
         self.mcp_url = ""
         self._lock = threading.RLock()
         self._docs: dict[str, dict[str, Any]] = {}
-        self._chunks: dict[str, list[str]] = {}
-        self._terms: dict[str, list[Counter[str]]] = {}
         self._version = 0  # bumped on every corpus change; keys the search-results cache
         self._results: dict[tuple[Any, ...], list[Hit]] = {}
         self._faults: list[_Pending] = []
@@ -159,6 +158,17 @@ class Emulator(SearchSurface, McpSurface):
         self._thread: threading.Thread | None = None
         for doc in documents:
             self._store(doc, None)
+        # How it was built, for `restore`: the documents, and every switch a test may flip.
+        self._built_docs = dict(self._docs)
+        self._built_switches = copy.deepcopy(self._switches())
+
+    def _switches(self) -> dict[str, Any]:
+        """The public attributes that change how it answers (not its address or its log)."""
+        return {
+            key: value
+            for key, value in vars(self).items()
+            if not key.startswith("_") and key not in ("requests", "base_url", "mcp_url")
+        }
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> Emulator:
@@ -198,8 +208,6 @@ class Emulator(SearchSurface, McpSurface):
         """Delete a document (KeyError if it is not there)."""
         with self._lock:
             del self._docs[name]
-            self._chunks.pop(name, None)
-            self._terms.pop(name, None)
             self._version += 1
 
     def _store(self, doc: dict[str, Any], now: datetime | None) -> None:
@@ -226,8 +234,6 @@ class Emulator(SearchSurface, McpSurface):
                         max(now, parse_time(previous) + timedelta(seconds=1))
                     )
             self._docs[name] = d
-            self._chunks.pop(name, None)
-            self._terms.pop(name, None)
             self._version += 1
 
     # -- recording and faults ------------------------------------------------------------------
@@ -256,6 +262,22 @@ class Emulator(SearchSurface, McpSurface):
             self._faults.clear()
             self._usage.clear()
             self._answers = 0
+
+    def restore(self) -> None:
+        """Back to how it was built, for the next test on an emulator shared by a module: its
+        documents, every switch (key, quotas, MCP style, clock, rng), no MCP session, and
+        `reset`'s forgetting of requests, faults and usage. (`reset` alone keeps documents and
+        switches: tests call it midway to count afresh.)"""
+        with self._lock:
+            self.reset()
+            for key in set(self._switches()) - set(self._built_switches):
+                delattr(self, key)  # an attribute a test added
+            for key, value in copy.deepcopy(self._built_switches).items():
+                setattr(self, key, value)
+            if self._docs != self._built_docs:
+                self._docs = dict(self._built_docs)
+                self._version += 1
+            self._sessions.clear()
 
     def inject(
         self,

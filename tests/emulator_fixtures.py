@@ -43,11 +43,36 @@ def corpus_documents(source: str | None = None) -> list[dict[str, Any]]:
     return [dict(record) for path in paths for record in _load(path)]
 
 
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    """A running emulator: the 99 tensorflow.org documents, the first 200 English Chrome ones."""
+def _running_emulator() -> Emulator:
+    """The 99 tensorflow.org documents, the first 200 English Chrome ones; started."""
     documents = (
         corpus_documents("tensorflow.org") + corpus_documents("developer.chrome.com-en")[:200]
     )
-    with Emulator(documents, api_key="test-key") as running:
-        yield running
+    return Emulator(documents, api_key="test-key").start()
+
+
+@pytest.fixture(scope="module")
+def module_emulator() -> Iterator[Emulator]:
+    """One running emulator for a whole module (see `emulator`)."""
+    running = _running_emulator()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
+    """A running emulator: the 99 tensorflow.org documents, the first 200 English Chrome ones.
+
+    In a module marked `shared_emulator`, every test gets the module's one emulator, restored
+    to how it was built (documents, switches, no requests, faults or quota use): no server
+    start per test. Mark only modules whose tests leave no request in flight when they end
+    (no latency fault or background client outliving its test), or a late request would be
+    counted in the next test."""
+    if request.node.get_closest_marker("shared_emulator"):
+        shared: Emulator = request.getfixturevalue("module_emulator")
+        shared.restore()
+        yield shared
+        return
+    running = _running_emulator()
+    yield running
+    running.stop()

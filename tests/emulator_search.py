@@ -7,6 +7,7 @@ code makes (`_charge`, `_render`). `_Filter` parses the AIP-160 subset the upstr
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import re
@@ -84,6 +85,16 @@ def _chunk(content: str, low: int = 1024, high: int = 2048) -> list[str]:
             buffer = ""
     chunks.append(buffer)
     return [c.strip() for c in chunks if c.strip()]
+
+
+@functools.lru_cache(maxsize=8192)
+def _indexed(content: str) -> tuple[tuple[str, ...], tuple[Counter[str], ...]]:
+    """`content`'s chunks and each chunk's word counts. Cached by content for the whole test
+    process: every emulator serves the same corpus pages, and chunking them all costs about a
+    second, which each test that searches paid again. Read-only (a Counter read of a missing
+    word inserts nothing)."""
+    chunks = tuple(_chunk(content))
+    return chunks, tuple(Counter(_words(c)) for c in chunks)
 
 
 def _first_sentence(text: str) -> str:
@@ -222,8 +233,6 @@ class SearchSurface:
     # Supplied by Emulator; declared for readers.
     _lock: Any
     _docs: dict[str, dict[str, Any]]
-    _chunks: dict[str, list[str]]
-    _terms: dict[str, list[Counter[str]]]
     _version: int
     _results: dict[tuple[Any, ...], list[Hit]]
 
@@ -303,12 +312,9 @@ class SearchSurface:
                 doc = self._docs[name]
                 if predicate is not None and not predicate(doc):
                     continue
-                if name not in self._chunks:
-                    self._chunks[name] = _chunk(doc["content"])
-                    self._terms[name] = [Counter(_words(c)) for c in self._chunks[name]]
                 title = Counter(_words(doc["title"]))
                 for index, (content, counts) in enumerate(
-                    zip(self._chunks[name], self._terms[name], strict=True)
+                    zip(*_indexed(doc["content"]), strict=True)
                 ):
                     matched = sum(1 for t in terms if counts[t] or title[t])
                     if not matched:

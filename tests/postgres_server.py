@@ -20,6 +20,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # Debian's postgresql-15 package; PG_BIN overrides it for other layouts.
@@ -54,6 +55,7 @@ class PostgresServer:
         self._as_root = os.geteuid() == 0
         self._counter = itertools.count(1)
         self._started = False
+        self._templates: set[str] = set()  # the databases `template` built
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = list(args)
@@ -160,6 +162,24 @@ class PostgresServer:
         upgrade_url(self.url(TEMPLATE))
         # A template must have no connections when it is copied; upgrade_url disposed its own.
         self.execute(f"ALTER DATABASE {TEMPLATE} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")
+
+    def template(self, name: str, build: Callable[[str], None]) -> str:
+        """Template database `name`, built on first use by `build` (given its URL, on a copy of
+        the migrated template, closing what it opens); its name, for `copy_over`. As the SQLite
+        templates do (store_templates.py): an import paid once per session, not per test."""
+        database = f"dkm_template_{name}"
+        if database not in self._templates:
+            self.execute(f"CREATE DATABASE {database} TEMPLATE {TEMPLATE} STRATEGY FILE_COPY")
+            build(self.url(database))
+            self.execute(f"ALTER DATABASE {database} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")
+            self._templates.add(database)
+        return database
+
+    def copy_over(self, url: str, template: str) -> None:
+        """Make the database at `url` (nothing connected to it yet) a copy of `template`."""
+        name = url.rsplit("/", 1)[1]
+        self.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.execute(f"CREATE DATABASE {name} TEMPLATE {template} STRATEGY FILE_COPY")
 
     def fresh_database(self, *, migrated: bool = True) -> str:
         """A new empty database (a copy of the migrated template, or blank); its URL."""

@@ -10,6 +10,9 @@ import pytest
 
 from mirror.store.schema.tables import SCHEMA_REVISION
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 TF = "documents/www.tensorflow.org/hub/caching"
 TF2 = "documents/www.tensorflow.org/hub/installation"
 

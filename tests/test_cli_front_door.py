@@ -13,6 +13,9 @@ from mirror.upstream.retry import RetryPolicy
 from tests.conftest import seed
 from tests.emulator import Fault
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 TF = "documents/www.tensorflow.org/hub/caching"
 TF2 = "documents/www.tensorflow.org/hub/installation"
 TF_GHOST = "documents/www.tensorflow.org/hub/cachinq"

@@ -14,6 +14,9 @@ import pytest
 from tests.emulator import Emulator, Fault
 from tests.emulator_mcp import TOOLS_LIST_FILE
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 # The `emulator` fixture comes from tests/emulator_fixtures.py (a plugin of tests/conftest.py).
 
 KEY = {"X-Goog-Api-Key": "test-key"}
@@ -297,6 +300,34 @@ def test_fault_status_with_retry_after_counts_and_path_matching(
     assert {http.get(SEARCH, params={"query": "keras"}).status_code for _ in range(3)} == {503}
     emulator.reset()
     assert http.get(SEARCH, params={"query": "keras"}).status_code == 200 and emulator.count() == 1
+
+
+def test_a_marked_module_shares_one_emulator(emulator: Emulator, module_emulator: Emulator) -> None:
+    # This module is marked shared_emulator: no server is started per test.
+    assert emulator is module_emulator and emulator.base_url
+
+
+def test_restore_returns_to_how_it_was_built(emulator: Emulator, http: httpx.Client) -> None:
+    # What a module-shared emulator does between tests (tests/emulator_fixtures.py).
+    built = http.get("/v1/documents/www.tensorflow.org/README").json()
+    emulator.put({"name": TF_README, "content": "# Changed"})
+    emulator.put({"name": "documents/new.dev/page", "content": "# New"})
+    emulator.remove(TF_KERAS)
+    emulator.api_key, emulator.api_disabled, emulator.mcp_sse = "rotated", True, True
+    emulator.quota_per_minute["search"] = 1
+    emulator.answer_quota_per_day = 0
+    emulator.clock = lambda: 0.0
+    emulator.inject(Fault("status", status=500), times=-1)
+    assert rpc(http, "initialize").status_code == 500
+    emulator.restore()
+    assert emulator.requests == [] and emulator.count() == 0
+    assert http.get("/v1/documents/www.tensorflow.org/README").json() == built
+    assert http.get("/v1/documents/" + TF_KERAS.removeprefix("documents/")).status_code == 200
+    assert http.get("/v1/documents/new.dev/page").status_code == 404
+    assert [http.get(SEARCH, params={"query": "keras"}).status_code for _ in range(2)] == [200] * 2
+    assert http.post("/v1:answerQuery", json={"query": "keras"}).status_code == 200
+    assert emulator.clock() > 0.0 and not emulator.mcp_sse
+    assert emulator.quota_per_minute == {}  # the built value, not the one a test changed
 
 
 def test_fault_latency(emulator: Emulator, http: httpx.Client) -> None:

@@ -11,7 +11,8 @@ from tests.conftest import stored
 from tests.emulator import Fault
 
 # The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
-pytestmark = pytest.mark.both_backends
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = [pytest.mark.both_backends, pytest.mark.shared_emulator]
 
 BATCH = "/v1/documents:batchGet"
 TF = [

@@ -15,7 +15,8 @@ from mirror.search.extractive import LABEL
 from tests.conftest import seed, stored
 from tests.emulator import Fault
 
-pytestmark = pytest.mark.both_backends
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = [pytest.mark.both_backends, pytest.mark.shared_emulator]
 
 SEARCH = "/v1/documents:searchDocumentChunks"
 ANSWER = "/v1:answerQuery"

@@ -12,6 +12,9 @@ from mirror.cli.main import cli
 from tests.conftest import CANARY_KEY
 from tests.emulator import Fault
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 TF = ["documents/www.tensorflow.org/hub/caching", "documents/www.tensorflow.org/hub/installation"]
 
 

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
 from mirror.models import Document, View
@@ -21,6 +21,9 @@ from mirror.serve.answer_cache import AnswerCache
 from mirror.service import Mirror
 from mirror.store.db.generation import GenerationProbe, probe_for
 from mirror.store.store import Store
+
+if TYPE_CHECKING:
+    from starlette.testclient import TestClient
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
@@ -149,16 +152,16 @@ def test_a_locked_store_answers_no_generation_at_once(tmp_path: Path) -> None:
         holder.close()
 
 
-# -- through a real server --------------------------------------------------------------------
+# -- through the served app (in-process) --------------------------------------------------------
 
 
 def test_a_read_only_server_never_serves_a_document_older_than_the_store(
-    store_mirror: Callable[..., Mirror], serve_app: Callable[..., str]
+    store_mirror: Callable[..., Mirror], serve_client: Callable[..., TestClient]
 ) -> None:
     server_mirror = store_mirror("cached", offline=True)
     server_mirror.import_sample()
     names = [s.name for s in server_mirror.list_documents(limit=3)]
-    url = serve_app(server_mirror)
+    http = serve_client(server_mirror)
     params = [("names", n) for n in names]
     tool_call = {
         "jsonrpc": "2.0",
@@ -166,39 +169,37 @@ def test_a_read_only_server_never_serves_a_document_older_than_the_store(
         "method": "tools/call",
         "params": {"name": "get_documents", "arguments": {"names": names}},
     }
-    with httpx.Client(base_url=url, timeout=30) as http:
-        first = http.get("/v1/documents:batchGet", params=params)
-        again = http.get("/v1/documents:batchGet", params=params)  # from the cache
-        assert first.status_code == again.status_code == 200
-        assert again.content == first.content
-        single = http.get(f"/v1/{names[0]}")
-        assert single.json() == first.json()["documents"][0]
+    first = http.get("/v1/documents:batchGet", params=params)
+    again = http.get("/v1/documents:batchGet", params=params)  # from the cache
+    assert first.status_code == again.status_code == 200
+    assert again.content == first.content
+    single = http.get(f"/v1/{names[0]}")
+    assert single.json() == first.json()["documents"][0]
 
-        # Another writer (its own connection) changes one of them.
-        writer = Store.open(server_mirror.settings.db_url)
-        changed = Document(name=names[1], content="changed content, written while the server runs")
-        writer.put([changed], fetched_at=9.0, upstream="test")
-        writer.close()
+    # Another writer (its own connection) changes one of them.
+    writer = Store.open(server_mirror.settings.db_url)
+    changed = Document(name=names[1], content="changed content, written while the server runs")
+    writer.put([changed], fetched_at=9.0, upstream="test")
+    writer.close()
 
-        after = http.get("/v1/documents:batchGet", params=params).json()["documents"]
-        assert after[1]["content"] == "changed content, written while the server runs"
-        assert after[0] == first.json()["documents"][0]
-        mcp = http.post("/mcp", json=tool_call, headers=MCP_HEADERS)
-        docs = mcp.json()["result"]["structuredContent"]["documents"]
-        assert docs[1]["content"] == "changed content, written while the server runs"
-        assert json.loads(mcp.json()["result"]["content"][0]["text"]) == {"documents": docs}
+    after = http.get("/v1/documents:batchGet", params=params).json()["documents"]
+    assert after[1]["content"] == "changed content, written while the server runs"
+    assert after[0] == first.json()["documents"][0]
+    mcp = http.post("/mcp", json=tool_call, headers=MCP_HEADERS)
+    docs = mcp.json()["result"]["structuredContent"]["documents"]
+    assert docs[1]["content"] == "changed content, written while the server runs"
+    assert json.loads(mcp.json()["result"]["content"][0]["text"]) == {"documents": docs}
 
 
 @pytest.mark.parametrize("view", ["DOCUMENT_VIEW_BASIC", "DOCUMENT_VIEW_FULL", "2"])
 def test_cached_answers_are_the_same_bytes_in_every_view(
-    sample_mirror: Mirror, serve_app: Callable[..., str], view: str
+    sample_mirror: Mirror, serve_client: Callable[..., TestClient], view: str
 ) -> None:
-    url = serve_app(sample_mirror)
+    http = serve_client(sample_mirror)
     names = [s.name for s in sample_mirror.list_documents(limit=2)]
     params = [("names", n) for n in names] + [("view", view)]
-    with httpx.Client(base_url=url, timeout=30) as http:
-        first = http.get("/v1/documents:batchGet", params=params)
-        content_view = http.get("/v1/documents:batchGet", params=[("names", n) for n in names])
-        again = http.get("/v1/documents:batchGet", params=params)
+    first = http.get("/v1/documents:batchGet", params=params)
+    content_view = http.get("/v1/documents:batchGet", params=[("names", n) for n in names])
+    again = http.get("/v1/documents:batchGet", params=params)
     assert first.status_code == 200 and again.content == first.content
     assert content_view.content != first.content  # a view is part of the key

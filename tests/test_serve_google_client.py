@@ -38,7 +38,6 @@ from google.developer_knowledge_v1.services.developer_knowledge.transports.rest 
 )
 
 from mirror.records import read_sample
-from mirror.service import Mirror
 
 SAMPLE = {doc.name: doc for doc in read_sample()}
 NAME = "documents/developer.chrome.com/docs/extensions/migrating"
@@ -98,11 +97,10 @@ def wire() -> list[Any]:
 
 
 @pytest.fixture
-def client(
-    sample_mirror: Mirror, serve_app: Any, wire: list[Any]
-) -> Iterator[DeveloperKnowledgeClient]:
-    """The official client, REST transport, anonymous, on the served sample mirror."""
-    url = urlsplit(serve_app(sample_mirror))
+def client(served_sample: str, wire: list[Any]) -> Iterator[DeveloperKnowledgeClient]:
+    """The official client, REST transport, anonymous, on the served sample mirror (one
+    server for the module: every test here only reads)."""
+    url = urlsplit(served_sample)
     assert url.hostname == "127.0.0.1"
     transport = DeveloperKnowledgeRestTransport(
         host=url.netloc, url_scheme="http", credentials=AnonymousCredentials()

@@ -33,16 +33,15 @@ def _assert_413(status: int, body: bytes) -> None:
 
 
 @pytest.mark.parametrize("path", ["/v1:answerQuery", "/v1alpha:answerQuery", "/mcp", "/"])
-def test_a_declared_body_over_the_limit_is_refused_unread(sample_mirror, serve_app, path):
-    url = serve_app(sample_mirror)
+def test_a_declared_body_over_the_limit_is_refused_unread(sample_mirror, serve_client, path):
     body = json.dumps({"query": "x" * (LIMIT + 1)}).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    response = httpx.post(url + path, content=body, headers=headers)
+    response = serve_client(sample_mirror).post(path, content=body, headers=headers)
     _assert_413(response.status_code, response.content)
 
 
-def test_a_streamed_body_is_counted_and_refused_past_the_limit(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
+def test_a_streamed_body_is_counted_and_refused_past_the_limit(served_sample):
+    url = served_sample
     with _connect(url) as sock:
         host = urlsplit(url).netloc
         sock.sendall(
@@ -61,8 +60,8 @@ def test_a_streamed_body_is_counted_and_refused_past_the_limit(sample_mirror, se
     _assert_413(int(head.split(b" ", 2)[1]), body)
 
 
-def test_a_body_under_the_limit_reaches_the_route(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
+def test_a_body_under_the_limit_reaches_the_route(served_sample):
+    url = served_sample
     # Large but legal in size: the route itself answers (Google's unknown-field 400).
     body = json.dumps({"query": "q", "padding": "x" * (LIMIT - 100)})
     response = httpx.post(url + "/v1:answerQuery", content=body)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import jsonschema
 import pytest
 
@@ -217,10 +216,10 @@ def test_fetch_modes(store_mirror, emulator):
 
 
 @pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
-def test_http_client_lists_reference_tools_and_calls_each(sample_mirror, serve_app):
+def test_http_client_lists_reference_tools_and_calls_each(sample_mirror, served_sample):
     from mcp import Client
 
-    url = serve_app(sample_mirror)
+    url = served_sample  # the same sample documents as sample_mirror's
     names = [s.name for s in sample_mirror.list_documents(prefix=SAMPLE + "/", limit=2)]
 
     async def main() -> dict[str, Any]:
@@ -230,17 +229,17 @@ def test_http_client_lists_reference_tools_and_calls_each(sample_mirror, serve_a
     check_exercise(anyio.run(main), names)
 
 
-def test_raw_tools_list_is_the_reference_payload_without_a_handshake(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
+def test_raw_tools_list_is_the_reference_payload_without_a_handshake(sample_mirror, serve_client):
+    http = serve_client(sample_mirror)
     # As in Google's curl examples: tools/list and tools/call with no initialize, no session.
     headers = {"Accept": "application/json, text/event-stream"}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    reply = httpx.post(url + "/mcp", json=body, headers=headers)
+    reply = http.post("/mcp", json=body, headers=headers)
     assert reply.status_code == 200 and "mcp-session-id" not in reply.headers
     assert reply.json()["result"]["tools"] == TOOLS
     call = {"name": "get_documents", "arguments": {"names": [SAMPLE]}}
     body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
-    result = httpx.post(url + "/mcp", json=body, headers=headers).json()["result"]
+    result = http.post("/mcp", json=body, headers=headers).json()["result"]
     assert result["isError"] is False
     assert result["structuredContent"]["documents"][0]["name"] == SAMPLE
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]

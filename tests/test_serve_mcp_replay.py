@@ -1,20 +1,20 @@
 """/mcp answers the same bytes with the replay of get_documents (mcp_replay.py) as without it.
 
-Two real servers on one store, one replaying the SDK's earlier answers and one sending every
-request through the SDK, are sent the same requests; status, headers and body must agree,
-whatever the request: hits, misses, errors, notifications, odd headers, refused callers.
+Two servers on one store (the whole app, in-process), one replaying the SDK's earlier answers
+and one sending every request through the SDK, are sent the same requests; status, headers and
+body must agree, whatever the request: hits, misses, errors, notifications, odd headers,
+refused callers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import httpx
 import pytest
+from starlette.testclient import TestClient
 
 from mirror.service import Mirror
 from mirror.store.store import Store
@@ -23,31 +23,24 @@ from tests.serve_fixtures import TOKEN
 pytestmark = pytest.mark.sqlite_only("the replay sits above the store; one backend suffices")
 
 ACCEPT = "application/json, text/event-stream"
+# (the replay, a client of its app, a client of the plain SDK app)
+Twins = tuple[Any, TestClient, TestClient]
 
 
 @pytest.fixture
-def twins(sample_mirror: Mirror) -> Iterator[tuple[Any, str, str]]:
-    """(the replay, its server's URL, the plain SDK server's URL), both requiring TOKEN."""
-    from mirror.serve import ServeOptions
-    from mirror.serve.app import build_app
+def twins(sample_mirror: Mirror, serve_client: Callable[..., TestClient]) -> Twins:
+    """(the replay, a client of its app, a client of the plain SDK app), both requiring TOKEN."""
     from mirror.serve.mcp_replay import McpReplay
-    from mirror.serve.runner import bind, running
 
-    with contextlib.ExitStack() as stack:
-        urls = []
-        replays = []
-        for replay in (True, False):
-            sock = bind("127.0.0.1", 0)
-            options = ServeOptions(port=sock.getsockname()[1], token=TOKEN)
-            app = build_app(sample_mirror, options, replay=replay)
-            replays += [
-                getattr(r, "endpoint", None)
-                for r in app.routes
-                if isinstance(getattr(r, "endpoint", None), McpReplay)
-            ]
-            urls.append(stack.enter_context(running(app, sock=sock)))
-        assert len(replays) == 1
-        yield replays[0], urls[0], urls[1]
+    ours, sdk = (serve_client(sample_mirror, replay=r, token=TOKEN) for r in (True, False))
+    replays = [
+        endpoint
+        for app in (ours.app, sdk.app)
+        for endpoint in (getattr(r, "endpoint", None) for r in app.routes)  # type: ignore[attr-defined]
+        if isinstance(endpoint, McpReplay)
+    ]
+    assert len(replays) == 1
+    return replays[0], ours, sdk
 
 
 def names_of(mirror: Mirror, count: int) -> list[str]:
@@ -61,10 +54,10 @@ def call(request_id: Any, arguments: Any, **extra: Any) -> bytes:
 
 
 def answer(
-    url: str, body: bytes, headers: dict[str, str | None]
+    client: TestClient, body: bytes, headers: dict[str, str | None]
 ) -> tuple[int, dict[str, str], bytes]:
     """Status, headers (without Date) and body, the server's port written as PORT."""
-    port = url.rsplit(":", 1)[1]
+    port = str(client.base_url.port)
     sent: dict[str, str | None] = {
         "Accept": ACCEPT,
         "Content-Type": "application/json",
@@ -72,20 +65,23 @@ def answer(
         **headers,
     }
     kept_sent = {k: v.replace("PORT", port) for k, v in sent.items() if v is not None}
-    reply = httpx.post(url + "/mcp", content=body, headers=kept_sent, timeout=30)
+    reply = client.post("/mcp", content=body, headers=kept_sent)
     kept = {k: v.replace(port, "PORT") for k, v in reply.headers.items() if k != "date"}
     return reply.status_code, kept, reply.content.replace(port.encode(), b"PORT")
 
 
 def same_answers(
-    replay_url: str, sdk_url: str, cases: list[tuple[bytes, dict[str, str | None]]], times: int = 2
+    replay: TestClient,
+    plain: TestClient,
+    cases: list[tuple[bytes, dict[str, str | None]]],
+    times: int = 2,
 ) -> list[tuple[int, dict[str, str], bytes]]:
     """Each case `times` over to both servers; asserts equal answers and returns them."""
     seen = []
     for body, headers in cases:
         for _ in range(times):
-            ours = answer(replay_url, body, headers)
-            sdk = answer(sdk_url, body, headers)
+            ours = answer(replay, body, headers)
+            sdk = answer(plain, body, headers)
             assert ours == sdk, (body[:200], headers)
             seen.append(ours)
     return seen
@@ -93,7 +89,7 @@ def same_answers(
 
 @pytest.mark.slow
 def test_replayed_get_documents_are_the_sdk_bytes_with_their_own_id(
-    twins: tuple[Any, str, str], sample_mirror: Mirror
+    twins: Twins, sample_mirror: Mirror
 ) -> None:
     replay, ours, sdk = twins
     twenty = names_of(sample_mirror, 20)
@@ -134,7 +130,7 @@ def test_replayed_get_documents_are_the_sdk_bytes_with_their_own_id(
     ],
 )
 def test_headers_decide_the_same_way_with_and_without_the_replay(
-    twins: tuple[Any, str, str], sample_mirror: Mirror, headers: dict[str, str | None]
+    twins: Twins, sample_mirror: Mirror, headers: dict[str, str | None]
 ) -> None:
     _replay, ours, sdk = twins
     body = call(5, {"names": names_of(sample_mirror, 3)})
@@ -144,7 +140,7 @@ def test_headers_decide_the_same_way_with_and_without_the_replay(
 
 @pytest.mark.slow
 def test_errors_notifications_and_other_calls_are_the_sdks(
-    twins: tuple[Any, str, str], sample_mirror: Mirror
+    twins: Twins, sample_mirror: Mirror
 ) -> None:
     _replay, ours, sdk = twins
     names = names_of(sample_mirror, 2)
@@ -196,15 +192,15 @@ def test_errors_notifications_and_other_calls_are_the_sdks(
     # And methods other than POST (a GET would open an event stream that stays open).
     for method in ("DELETE", "PUT"):
         replies = []
-        for url in (ours, sdk):
+        for client in (ours, sdk):
             headers = {"Accept": ACCEPT, "Authorization": f"Bearer {TOKEN}"}
-            reply = httpx.request(method, url + "/mcp", headers=headers, timeout=30)
+            reply = client.request(method, "/mcp", headers=headers)
             replies.append((reply.status_code, reply.content))
         assert replies[0] == replies[1]
 
 
 def test_a_changed_store_is_never_answered_from_an_older_answer(
-    twins: tuple[Any, str, str], sample_mirror: Mirror
+    twins: Twins, sample_mirror: Mirror
 ) -> None:
     replay, ours, sdk = twins
     names = names_of(sample_mirror, 2)
@@ -225,9 +221,7 @@ def test_a_changed_store_is_never_answered_from_an_older_answer(
     same_answers(ours, sdk, [(body, {})])
 
 
-def test_a_token_is_still_required_for_a_kept_answer(
-    twins: tuple[Any, str, str], sample_mirror: Mirror
-) -> None:
+def test_a_token_is_still_required_for_a_kept_answer(twins: Twins, sample_mirror: Mirror) -> None:
     _replay, ours, _sdk = twins
     body = call(1, {"names": names_of(sample_mirror, 1)})
     assert answer(ours, body, {})[0] == 200

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from mirror.config import Settings
@@ -36,7 +35,8 @@ from tests.test_get_documents import (  # run here again, with B in front of A
 from tests.test_upstream_search import CHROME, QUERY, keys, walk
 
 # The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
-pytestmark = pytest.mark.both_backends
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = [pytest.mark.both_backends, pytest.mark.shared_emulator]
 
 # Imported so pytest collects them here, with this module's fixtures; named so linters see use.
 CONTRACT = (
@@ -147,9 +147,10 @@ def test_answer_query_passes_through(a_client, emulator):
 
 
 @pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
-def test_read_only_local_search_pages_and_filters(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
-    upstream = open_upstream(Settings(db_url="sqlite://", upstream=url), retry=no_wait_retry())
+def test_read_only_local_search_pages_and_filters(served_sample):
+    upstream = open_upstream(
+        Settings(db_url="sqlite://", upstream=served_sample), retry=no_wait_retry()
+    )
     query = "service worker"
     pages = [upstream.search_chunks(query, page_size=3)]
     while pages[-1].next_page_token and len(pages) < 50:
@@ -167,71 +168,70 @@ def test_read_only_local_search_pages_and_filters(sample_mirror, serve_app):
 
 
 @pytest.mark.sqlite_only("local search on PostgreSQL is the pgsearch branch's")
-def test_google_shapes_views_and_errors(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
+def test_google_shapes_views_and_errors(sample_mirror, serve_client):
     name = "documents/developer.chrome.com/docs/extensions/migrating"
     path = "/v1/" + name
-    with httpx.Client(base_url=url) as http:
-        doc = http.get(path, params={"key": "ignored"}, headers={"X-Goog-Api-Key": "x"}).json()
-        assert doc["name"] == name and doc["view"] == "DOCUMENT_VIEW_CONTENT" and doc["content"]
-        assert {"uri", "title", "description", "dataSource", "contentLengthBytes"} <= set(doc)
-        basic = http.get(path, params={"view": "DOCUMENT_VIEW_BASIC"}).json()
-        assert "content" not in basic and basic["view"] == "DOCUMENT_VIEW_BASIC"
-        assert http.get(path, params={"view": "1"}).json() == basic
-        assert http.get("/v1alpha/" + name).json() == doc
-        names = [name + "/api-calls", name, name + "/api-calls"]
-        batch = http.get("/v1/documents:batchGet", params=[("names", n) for n in names]).json()
-        assert [d["name"] for d in batch["documents"]] == names
-        cases = [
-            (http.get(path, params={"view": "SIDEWAYS"}), 400, "INVALID_ARGUMENT", "view"),
-            (http.get("/v1/documents:batchGet"), 400, "INVALID_ARGUMENT", "names"),
-            (
-                http.get("/v1/documents:batchGet", params=[("names", name)] * 21),
-                400,
-                "INVALID_ARGUMENT",
-                "at most 20",
-            ),
-            (http.get("/v1/documents/not a name"), 400, "INVALID_ARGUMENT", "not"),
-            (http.get(path + "x"), 404, "NOT_FOUND", f"nearest cached to {name}x: {name}"),
-            (
-                http.get(SEARCH, params={"query": "x", "pageSize": "many"}),
-                400,
-                "INVALID_ARGUMENT",
-                "page_size",
-            ),
-            (
-                http.get(SEARCH, params={"query": "x", "filter": "size > 3"}),
-                400,
-                "INVALID_ARGUMENT",
-                "",
-            ),
-            (http.post("/v1:answerQuery", content=b"{not json"), 400, "INVALID_ARGUMENT", "JSON"),
-            (
-                http.post("/v1:answerQuery", json={"query": "q", "model": "x"}),
-                400,
-                "INVALID_ARGUMENT",
-                'Unknown name "model"',
-            ),
-            (http.post(path), 404, "NOT_FOUND", "Method not found"),
-            (http.get("/v1/nothing/here"), 404, "NOT_FOUND", "Method not found"),
-        ]
-        for response, status, code, words in cases:
-            assert response.status_code == status, response.text
-            assert response.headers["content-type"].startswith("application/json")
-            error = response.json()["error"]
-            assert error["code"] == status and error["status"] == code
-            assert words in error["message"], error["message"]
-        answer = http.post("/v1:answerQuery", json={"query": "service worker lifetime"}).json()
-        assert answer["answer"]["answerText"] and answer["answer"]["references"]
+    http = serve_client(sample_mirror)
+    doc = http.get(path, params={"key": "ignored"}, headers={"X-Goog-Api-Key": "x"}).json()
+    assert doc["name"] == name and doc["view"] == "DOCUMENT_VIEW_CONTENT" and doc["content"]
+    assert {"uri", "title", "description", "dataSource", "contentLengthBytes"} <= set(doc)
+    basic = http.get(path, params={"view": "DOCUMENT_VIEW_BASIC"}).json()
+    assert "content" not in basic and basic["view"] == "DOCUMENT_VIEW_BASIC"
+    assert http.get(path, params={"view": "1"}).json() == basic
+    assert http.get("/v1alpha/" + name).json() == doc
+    names = [name + "/api-calls", name, name + "/api-calls"]
+    batch = http.get("/v1/documents:batchGet", params=[("names", n) for n in names]).json()
+    assert [d["name"] for d in batch["documents"]] == names
+    cases = [
+        (http.get(path, params={"view": "SIDEWAYS"}), 400, "INVALID_ARGUMENT", "view"),
+        (http.get("/v1/documents:batchGet"), 400, "INVALID_ARGUMENT", "names"),
+        (
+            http.get("/v1/documents:batchGet", params=[("names", name)] * 21),
+            400,
+            "INVALID_ARGUMENT",
+            "at most 20",
+        ),
+        (http.get("/v1/documents/not a name"), 400, "INVALID_ARGUMENT", "not"),
+        (http.get(path + "x"), 404, "NOT_FOUND", f"nearest cached to {name}x: {name}"),
+        (
+            http.get(SEARCH, params={"query": "x", "pageSize": "many"}),
+            400,
+            "INVALID_ARGUMENT",
+            "page_size",
+        ),
+        (
+            http.get(SEARCH, params={"query": "x", "filter": "size > 3"}),
+            400,
+            "INVALID_ARGUMENT",
+            "",
+        ),
+        (http.post("/v1:answerQuery", content=b"{not json"), 400, "INVALID_ARGUMENT", "JSON"),
+        (
+            http.post("/v1:answerQuery", json={"query": "q", "model": "x"}),
+            400,
+            "INVALID_ARGUMENT",
+            'Unknown name "model"',
+        ),
+        (http.post(path), 404, "NOT_FOUND", "Method not found"),
+        (http.get("/v1/nothing/here"), 404, "NOT_FOUND", "Method not found"),
+    ]
+    for response, status, code, words in cases:
+        assert response.status_code == status, response.text
+        assert response.headers["content-type"].startswith("application/json")
+        error = response.json()["error"]
+        assert error["code"] == status and error["status"] == code
+        assert words in error["message"], error["message"]
+    answer = http.post("/v1:answerQuery", json={"query": "service worker lifetime"}).json()
+    assert answer["answer"]["answerText"] and answer["answer"]["references"]
 
 
-def test_upstream_failures_keep_google_statuses(store_mirror, serve_app, emulator):
+def test_upstream_failures_keep_google_statuses(store_mirror, serve_client, emulator):
     from tests.emulator import Fault
 
     a = store_mirror("a", upstream=emulator.base_url, api_key=emulator.api_key)
-    url = serve_app(a, allow_fetch=True)
+    http = serve_client(a, allow_fetch=True)
     emulator.inject(Fault(kind="status", status=429), times=-1, path=BATCH)
-    response = httpx.get(url + "/v1/" + TF[0])
+    response = http.get("/v1/" + TF[0])
     assert (
         response.status_code == 429 and response.json()["error"]["status"] == "RESOURCE_EXHAUSTED"
     )
@@ -239,12 +239,12 @@ def test_upstream_failures_keep_google_statuses(store_mirror, serve_app, emulato
     assert host not in response.text and "DK_MIRROR_" not in response.text  # the operator's
     emulator.reset()
     emulator.inject(Fault(kind="status", status=503), times=-1, path=BATCH)
-    response = httpx.get(url + "/v1/" + TF[0])
+    response = http.get("/v1/" + TF[0])
     assert response.status_code == 503 and response.json()["error"]["status"] == "UNAVAILABLE"
     assert host not in response.text
     emulator.reset()
     emulator.api_key = "rotated"  # A's key no longer works: A's problem, not the caller's
-    response = httpx.get(url + "/v1/" + TF[0])
+    response = http.get("/v1/" + TF[0])
     assert response.status_code == 502 and "upstream failed" in response.json()["error"]["message"]
 
 

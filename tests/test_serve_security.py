@@ -40,9 +40,8 @@ ROUTES = ["/", "/mcp", "/v1/" + SAMPLE, "/v1/documents:batchGet?names=" + SAMPLE
         {"Origin": "file://"},
     ],
 )
-def test_foreign_host_or_origin_is_403_on_every_route(sample_mirror, serve_app, path, headers):
-    url = serve_app(sample_mirror)
-    response = httpx.get(url + path, headers=headers)
+def test_foreign_host_or_origin_is_403_on_every_route(sample_mirror, serve_client, path, headers):
+    response = serve_client(sample_mirror).get(path, headers=headers)
     assert response.status_code == 403
     error = response.json()["error"]
     assert error["status"] == "PERMISSION_DENIED" and (
@@ -50,28 +49,28 @@ def test_foreign_host_or_origin_is_403_on_every_route(sample_mirror, serve_app, 
     )
 
 
-def test_own_names_and_origins_are_accepted(sample_mirror, serve_app):
-    url = serve_app(sample_mirror)
-    port = url.rsplit(":", 1)[1]
+def test_own_names_and_origins_are_accepted(sample_mirror, serve_client):
+    client = serve_client(sample_mirror)
+    port = client.base_url.port
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}"):
-        assert httpx.get(url + "/v1/" + SAMPLE, headers={"Host": host}).status_code == 200, host
+        assert client.get("/v1/" + SAMPLE, headers={"Host": host}).status_code == 200, host
     for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"):
-        assert httpx.get(url + "/v1/" + SAMPLE, headers={"Origin": origin}).status_code == 200
+        assert client.get("/v1/" + SAMPLE, headers={"Origin": origin}).status_code == 200
 
 
 @pytest.mark.parametrize("path", ROUTES)
-def test_a_loopback_origin_on_another_port_is_refused(sample_mirror, serve_app, path):
+def test_a_loopback_origin_on_another_port_is_refused(sample_mirror, serve_client, path):
     # A page served by another program on this machine (a dev server on :3000, say) is a
     # different origin: its scripts may not read the mirror or call its tools.
-    url = serve_app(sample_mirror)
-    port = int(url.rsplit(":", 1)[1])
+    client = serve_client(sample_mirror)
+    port = client.base_url.port
     for origin in (
         f"http://127.0.0.1:{port + 1}",
         "http://localhost:3000",
         "http://localhost",
         f"https://[::1]:{port - 1}",
     ):
-        response = httpx.get(url + path, headers={"Origin": origin})
+        response = client.get(path, headers={"Origin": origin})
         assert response.status_code == 403, origin
         assert "only pages it serves itself may" in response.json()["error"]["message"]
 
@@ -91,29 +90,29 @@ def test_the_mcp_sdk_check_accepts_exactly_the_same_origins():
     assert "http://localhost" not in settings.allowed_origins
 
 
-def test_allow_host_adds_a_name(sample_mirror, serve_app):
-    url = serve_app(sample_mirror, allowed_hosts=("docs.internal",))
-    ok = httpx.get(url + "/v1/" + SAMPLE, headers={"Host": "docs.internal:80"})
+def test_allow_host_adds_a_name(sample_mirror, serve_client):
+    client = serve_client(sample_mirror, allowed_hosts=("docs.internal",))
+    ok = client.get("/v1/" + SAMPLE, headers={"Host": "docs.internal:80"})
     assert ok.status_code == 200
-    assert httpx.get(url + "/", headers={"Host": "docs.internal.evil"}).status_code == 403
+    assert client.get("/", headers={"Host": "docs.internal.evil"}).status_code == 403
 
 
-def test_token_is_required_on_every_route_when_set(sample_mirror, serve_app):
-    url = serve_app(sample_mirror, token=TOKEN)
+def test_token_is_required_on_every_route_when_set(sample_mirror, serve_client):
+    client = serve_client(sample_mirror, token=TOKEN)
     for path in ROUTES:
-        response = httpx.get(url + path)
+        response = client.get(path)
         assert response.status_code == 401, path
         assert response.headers["www-authenticate"].startswith("Bearer")
         assert response.json()["error"]["status"] == "UNAUTHENTICATED"
-        wrong = httpx.get(url + path, headers={"Authorization": "Bearer " + TOKEN[:-1] + "x"})
+        wrong = client.get(path, headers={"Authorization": "Bearer " + TOKEN[:-1] + "x"})
         assert wrong.status_code == 401
     good = {"Authorization": f"Bearer {TOKEN}"}
-    assert httpx.get(url + "/v1/" + SAMPLE, headers=good).status_code == 200
-    assert httpx.get(url + "/v1/" + SAMPLE, headers={"X-Goog-Api-Key": TOKEN}).status_code == 200
+    assert client.get("/v1/" + SAMPLE, headers=good).status_code == 200
+    assert client.get("/v1/" + SAMPLE, headers={"X-Goog-Api-Key": TOKEN}).status_code == 200
     # ?key= is ignored, never a way in: a token in a URL ends up in logs and histories.
-    assert httpx.get(url + "/v1/" + SAMPLE, params={"key": TOKEN}).status_code == 401
+    assert client.get("/v1/" + SAMPLE, params={"key": TOKEN}).status_code == 401
     # Host and Origin are still checked for a caller with the token.
-    assert httpx.get(url + "/", headers={**good, "Host": "evil.example"}).status_code == 403
+    assert client.get("/", headers={**good, "Host": "evil.example"}).status_code == 403
 
 
 def test_mcp_client_with_the_token(sample_mirror, serve_app):

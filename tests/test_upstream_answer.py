@@ -13,6 +13,9 @@ from mirror.upstream.mcp_payloads import answer
 from tests.emulator import Emulator, Fault
 from tests.upstream_fixtures import open_client
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 CANARY = "AIzaSyCANARY-answer-6f5e4d3c2b1a-never-leak"
 ANSWER_PATH = "/v1:answerQuery"
 QUERY = "How do I write a custom Keras callback?"

@@ -28,6 +28,9 @@ from mirror.upstream.retry import RetryPolicy
 from tests.emulator import Emulator
 from tests.emulator_fixtures import corpus_documents
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 CANARY = "AIzaSyCANARY-mcp-0a1b2c3d4e5f-never-leak"
 NO_WAIT = RetryPolicy(sleep=lambda _s: None)
 GHOST = "documents/www.tensorflow.org/no/such/page"

@@ -27,6 +27,9 @@ from mirror.upstream.retry import RetryPolicy
 from tests.emulator import Emulator
 from tests.emulator_fixtures import corpus_documents
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 CANARY = "AIzaSyCANARY-rest-9f8e7d6c5b4a-never-leak"
 NO_WAIT = RetryPolicy(sleep=lambda _s: None)
 

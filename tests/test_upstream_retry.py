@@ -24,6 +24,9 @@ from mirror.upstream.retry import (
 from tests.emulator import Emulator, Fault
 from tests.fakes import FakeTime
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 NAMES = ["documents/www.tensorflow.org/README", "documents/www.tensorflow.org/about/bib"]
 
 

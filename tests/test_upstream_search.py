@@ -16,6 +16,9 @@ from tests.emulator import Emulator, Fault
 from tests.fakes import FakeTime
 from tests.upstream_fixtures import open_client
 
+# One emulator for the module, restored before each test (tests/emulator_fixtures.py).
+pytestmark = pytest.mark.shared_emulator
+
 CANARY = "AIzaSyCANARY-search-1a2b3c4d5e6f-never-leak"
 SEARCH_PATH = "/v1/documents:searchDocumentChunks"
 QUERY = "keras callbacks"  # 91 chunks in the fixture corpus, 11 of them on Chrome
