@@ -42,6 +42,9 @@ TARGET_P99 = 0.050
 
 def store_path(cache: Path, docs: int, corpus_dir: str | None, rebuild: bool) -> Path:
     """The bench store, built on first use: the Chrome corpus, then synthetic pages."""
+    # The corpus is asked for first, even when a built store is cached: a wrong --corpus is
+    # an error at once, not a bench run on whatever an earlier run left in the cache.
+    source = corpus_file("developer.chrome.com-en.jsonl.gz", corpus_dir)
     path = cache / f"typeahead-{docs}.sqlite3"
     if path.exists() and not rebuild:
         return path
@@ -52,7 +55,7 @@ def store_path(cache: Path, docs: int, corpus_dir: str | None, rebuild: bool) ->
             shutil.rmtree(old)
         else:
             old.unlink()
-    real = read_documents(corpus_file("developer.chrome.com-en.jsonl.gz", corpus_dir))
+    real = read_documents(source)
     synthetic = Synthetic(corpus(corpus_dir))
 
     def documents() -> Iterator[Document]:

@@ -78,6 +78,7 @@ def _arguments(files: dict[str, Path]) -> dict[str, list[str]]:
         "export": ["md", str(out / "md2")],
         "refresh": [],
         "history": [NAME],
+        "changes": ["--since", "7d"],
         "diff": [NAME, "--from", "1", "--to", "1"],
         "index check": [],
         "index rebuild": [],
