@@ -64,13 +64,25 @@ def _e(text: str | None) -> str:
     return html.escape(text or "", quote=True)
 
 
-def shell(path: PurePosixPath, title: str, main: str, *, script: bool = False) -> bytes:
-    """A whole page at `path`: head, header with the search box, `main`, licence footer."""
+def shell(
+    path: PurePosixPath, title: str, main: str, *, script: bool = False, search_box: bool = True
+) -> bytes:
+    """A whole page at `path`: head, header with the search box, `main`, licence footer.
+    `search_box=False` leaves the box out (a reader with its own search, such as Kiwix)."""
     root = _root(path)
     policy = (
         "" if script else f'<meta http-equiv="Content-Security-Policy" content="{_NO_SCRIPT}">\n'
     )
     scripts = f'<script src="{root}{ASSETS}/search.js"></script>\n' if script else ""
+    box = (
+        f"""
+    <form class="search-box" id="search-form" action="{root}{SEARCH}" method="get" role="search">
+      <input type="search" id="search-input" name="q" placeholder="Search these docs" aria-label="Search these docs">
+      <button type="submit">Search</button>
+    </form>"""
+        if search_box
+        else ""
+    )
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -86,11 +98,7 @@ def shell(path: PurePosixPath, title: str, main: str, *, script: bool = False) -
 <body>
 <header class="site-header">
   <div class="bar">
-    <a class="brand" href="{root}{INDEX}">{SITE_TITLE}</a>
-    <form class="search-box" id="search-form" action="{root}{SEARCH}" method="get" role="search">
-      <input type="search" id="search-input" name="q" placeholder="Search these docs" aria-label="Search these docs">
-      <button type="submit">Search</button>
-    </form>
+    <a class="brand" href="{root}{INDEX}">{SITE_TITLE}</a>{box}
   </div>
 </header>
 <main id="main">
@@ -110,9 +118,12 @@ def shell(path: PurePosixPath, title: str, main: str, *, script: bool = False) -
 class PageRenderer:
     """Renders documents as the browser does, with links between exported pages made relative."""
 
-    def __init__(self, names: frozenset[str], hosts: frozenset[str]) -> None:
+    def __init__(
+        self, names: frozenset[str], hosts: frozenset[str], *, search_box: bool = True
+    ) -> None:
         self.names = names
         self.hosts = hosts
+        self.search_box = search_box
 
     def body(self, doc: Document, path: PurePosixPath) -> tuple[str, str]:
         """The page's sanitised HTML before and after its links are rewritten."""
@@ -154,7 +165,7 @@ class PageRenderer:
 {body}
 </div>
 </article>"""
-        return shell(path, title, main)
+        return shell(path, title, main, search_box=self.search_box)
 
 
 def _section(entry: Entry) -> str:
@@ -162,15 +173,16 @@ def _section(entry: Entry) -> str:
     return segments[0] if len(segments) > 1 else ""
 
 
-def index_page(entries: list[Entry]) -> bytes:
-    """index.html: every page, by data source, then top-level folder."""
+def index_page(entries: list[Entry], *, search: bool = True) -> bytes:
+    """index.html: every page, by data source, then top-level folder (`search=False`: no
+    link to search.html nor search box, for a reader that brings its own search)."""
     by_host: dict[str, dict[str, list[Entry]]] = defaultdict(lambda: defaultdict(list))
     for entry in entries:
         by_host[entry.data_source][_section(entry)].append(entry)
+    search_them = f' <a href="{SEARCH}">Search them</a>.' if search else ""
     parts = [
         f"<h1>{SITE_TITLE}</h1>",
-        f'<p class="lead">{len(entries)} pages from {len(by_host)} data source(s). '
-        f'<a href="{SEARCH}">Search them</a>.</p>',
+        f'<p class="lead">{len(entries)} pages from {len(by_host)} data source(s).{search_them}</p>',
     ]
     for host in sorted(by_host):
         parts.append(f'<h2 id="{_e(host)}">{_e(host)}</h2>')
@@ -182,7 +194,7 @@ def index_page(entries: list[Entry]) -> bytes:
                 for e in sorted(by_host[host][section], key=lambda e: e.name)
             )
             parts.append(f'<ul class="pages-list">\n{rows}\n</ul>')
-    return shell(INDEX, "All pages", "\n".join(parts))
+    return shell(INDEX, "All pages", "\n".join(parts), search_box=search)
 
 
 def search_page() -> bytes:
