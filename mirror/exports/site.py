@@ -65,13 +65,17 @@ def _e(text: str | None) -> str:
 
 
 def shell(
-    path: PurePosixPath, title: str, main: str, *, script: bool = False, search_box: bool = True
+    path: PurePosixPath, title: str, main: str, *, script: bool = False, reader: bool = False
 ) -> bytes:
     """A whole page at `path`: head, header with the search box, `main`, licence footer.
-    `search_box=False` leaves the box out (a reader with its own search, such as Kiwix)."""
+    `reader=True` for a page shown by a reader (Kiwix) that puts its own search box and
+    scripts into it: no search box, and no script ban (the sanitiser still removes every
+    script of the documents)."""
     root = _root(path)
     policy = (
-        "" if script else f'<meta http-equiv="Content-Security-Policy" content="{_NO_SCRIPT}">\n'
+        ""
+        if script or reader
+        else f'<meta http-equiv="Content-Security-Policy" content="{_NO_SCRIPT}">\n'
     )
     scripts = f'<script src="{root}{ASSETS}/search.js"></script>\n' if script else ""
     box = (
@@ -80,7 +84,7 @@ def shell(
       <input type="search" id="search-input" name="q" placeholder="Search these docs" aria-label="Search these docs">
       <button type="submit">Search</button>
     </form>"""
-        if search_box
+        if not reader
         else ""
     )
     return f"""<!doctype html>
@@ -119,11 +123,11 @@ class PageRenderer:
     """Renders documents as the browser does, with links between exported pages made relative."""
 
     def __init__(
-        self, names: frozenset[str], hosts: frozenset[str], *, search_box: bool = True
+        self, names: frozenset[str], hosts: frozenset[str], *, reader: bool = False
     ) -> None:
         self.names = names
         self.hosts = hosts
-        self.search_box = search_box
+        self.reader = reader  # see shell()
 
     def body(self, doc: Document, path: PurePosixPath) -> tuple[str, str]:
         """The page's sanitised HTML before and after its links are rewritten."""
@@ -165,7 +169,7 @@ class PageRenderer:
 {body}
 </div>
 </article>"""
-        return shell(path, title, main, search_box=self.search_box)
+        return shell(path, title, main, reader=self.reader)
 
 
 def _section(entry: Entry) -> str:
@@ -173,13 +177,13 @@ def _section(entry: Entry) -> str:
     return segments[0] if len(segments) > 1 else ""
 
 
-def index_page(entries: list[Entry], *, search: bool = True) -> bytes:
-    """index.html: every page, by data source, then top-level folder (`search=False`: no
-    link to search.html nor search box, for a reader that brings its own search)."""
+def index_page(entries: list[Entry], *, reader: bool = False) -> bytes:
+    """index.html: every page, by data source, then top-level folder (`reader`: see shell();
+    no link to search.html either)."""
     by_host: dict[str, dict[str, list[Entry]]] = defaultdict(lambda: defaultdict(list))
     for entry in entries:
         by_host[entry.data_source][_section(entry)].append(entry)
-    search_them = f' <a href="{SEARCH}">Search them</a>.' if search else ""
+    search_them = "" if reader else f' <a href="{SEARCH}">Search them</a>.'
     parts = [
         f"<h1>{SITE_TITLE}</h1>",
         f'<p class="lead">{len(entries)} pages from {len(by_host)} data source(s).{search_them}</p>',
@@ -194,7 +198,7 @@ def index_page(entries: list[Entry], *, search: bool = True) -> bytes:
                 for e in sorted(by_host[host][section], key=lambda e: e.name)
             )
             parts.append(f'<ul class="pages-list">\n{rows}\n</ul>')
-    return shell(INDEX, "All pages", "\n".join(parts), search_box=search)
+    return shell(INDEX, "All pages", "\n".join(parts), reader=reader)
 
 
 def search_page() -> bytes:

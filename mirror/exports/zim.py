@@ -1,7 +1,8 @@
 """`export zim`: one ZIM file (openZIM) for Kiwix and the readers of its format.
 
 Every page is rendered and sanitised as the `site` export renders it (site.PageRenderer: the
-browser's renderer), without the site's search box, since Kiwix brings its own search; links
+browser's renderer), without the site's search box and script ban, since Kiwix puts its own
+search box and scripts into the pages (the sanitiser still removes the documents' scripts); links
 between exported pages are relative, so they resolve between the ZIM's entries. Entries:
 
     index.html                   the main page: every page, by data source and top folder
@@ -55,9 +56,9 @@ def _load_libzim() -> Any:
     try:
         from . import zim_archive
     except ImportError:
+        # One line that says what to run (a hint line would only repeat it).
         raise InvalidInput(
-            f"export zim needs libzim, an optional extra (GPL-3.0): {INSTALL}",
-            hint=INSTALL,
+            f"export zim needs libzim (GPL-3.0, an optional extra): {INSTALL}"
         ) from None
     return zim_archive
 
@@ -83,7 +84,8 @@ def metadata(pages: Pages, as_of: str | None, digest: str) -> dict[str, str]:
         f"Content under CC BY 4.0 ({attribution.CC_BY}), code samples under Apache 2.0 "
         f"({attribution.APACHE}). Each page links to its original address."
     )
-    return {
+    found = {AS_OF_KEY: as_of} if as_of else {}
+    return found | {
         "Name": zim_name(pages.selection.prefix),
         "Title": site.SITE_TITLE[:_TITLE_CHARS],
         "Description": f"{count} pages of Google's developer docs, as of {day}"[
@@ -98,10 +100,9 @@ def metadata(pages: Pages, as_of: str | None, digest: str) -> dict[str, str]:
         "Creator": "Google",
         "Publisher": "dk-mirror",
         "Date": day,
-        AS_OF_KEY: as_of or "",
         "Source": " ".join(f"https://{host}/" for host in hosts),
         "License": licence,
-        "Tags": "google;developer;documentation;_pictures:no;_videos:no;_details:yes",
+        "Tags": "google;developer;documentation;_ftindex:yes;_pictures:no;_videos:no;_details:yes",
         "Scraper": f"dk-mirror {__version__}",
         DIGEST_KEY: digest,
     }
@@ -131,7 +132,7 @@ class ZimExport:
         if as_of is None:
             self.notes.append(f"no page has an updateTime: the ZIM's Date is {_NO_DATE}")
         hosts = frozenset(e.data_source for e in pages.entries)
-        renderer = site.PageRenderer(pages.names, hosts, search_box=False)
+        renderer = site.PageRenderer(pages.names, hosts, reader=True)
         with zim.creating(target, main_path=site.INDEX.as_posix(), language=LANGUAGE) as out:
             for name, value in sorted(metadata(pages, as_of, digest).items()):
                 out.metadata(name, value)
@@ -146,15 +147,13 @@ class ZimExport:
             _, body = renderer.body(doc, path)
             page = renderer.page(doc, path, body)
             yield blob(path.as_posix(), doc.title or doc.name, "text/html", page, front=True)
-        index = site.index_page(pages.entries, search=False)
+        index = site.index_page(pages.entries, reader=True)
         yield blob(site.INDEX.as_posix(), site.SITE_TITLE, "text/html", index, front=True)
         for asset in site.assets():
             if asset.path.suffix == ".css":  # search.js serves the site's own search only
                 yield blob(asset.path.as_posix(), "", "text/css", asset.data, front=False)
         notice = attribution.NOTICE.encode("utf-8")
-        yield blob(
-            attribution.NOTICE_PATH.as_posix(), "Notice", "text/plain", notice, front=False
-        )
+        yield blob(attribution.NOTICE_PATH.as_posix(), "Notice", "text/plain", notice, front=False)
 
 
 FORMAT = ZimExport

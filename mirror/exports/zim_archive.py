@@ -18,12 +18,17 @@ from libzim.writer import Creator, Hint, Item, StringProvider
 # A cluster (the unit libzim compresses) of about this many bytes; libzim's default, named
 # here because the peak memory of an export grows with it (one per worker in flight).
 _CLUSTER_BYTES = 2 * 1024 * 1024
-# Compression threads: the machine's cores, at most 4 (libzim's default); more only wait.
-_WORKERS = max(1, min(4, os.cpu_count() or 1))
+# One compression thread (beside the one rendering pages): libzim compresses with zstd at
+# level 19, whose context takes tens of MB per thread. Measured on the 1,984-page Chrome
+# corpus: 2 threads peaked at 254 MB, 1 at 170 MB, for the same CPU time.
+_WORKERS = 1
+# Xapian keeps the postings of up to this many pages in memory before writing them out (its
+# default, 10,000, held ~20 MB more on the Chrome corpus); an explicit setting is kept.
+_XAPIAN_FLUSH = ("XAPIAN_FLUSH_THRESHOLD", "200")
 _TEXT = "text/plain;charset=UTF-8"
 
 
-class Blob(Item):
+class Blob(Item):  # type: ignore[misc]  # libzim's stubs are not read (no py.typed)
     """One entry: its path in the ZIM, title, mimetype and bytes; `front` for a page a reader
     lists and searches (libzim's FRONT_ARTICLE), not for a stylesheet."""
 
@@ -52,11 +57,7 @@ class Writer:
     """A ZIM being made: entries, metadata and illustration go in, `finish` writes the index."""
 
     def __init__(self, creator: Creator) -> None:
-        self._creator: Creator = creator
-
-    def abandon(self) -> None:
-        """Forget the creator, so that dropping it (unfinished) stops its threads now."""
-        del self._creator
+        self._creator = creator
 
     def add(self, item: Blob) -> None:
         self._creator.add_item(item)
@@ -70,26 +71,21 @@ class Writer:
 
 @contextlib.contextmanager
 def creating(path: Path, *, main_path: str, language: str) -> Iterator[Writer]:
-    """A Writer making the ZIM at `path`: finished (indexes, checksum) when the block ends
-    normally; abandoned, unfinished, when it raises (the caller deletes the file)."""
+    """A Writer making the ZIM at `path`, finished (indexes, checksum) when the block ends,
+    also when it raises: libzim cannot abandon a file (a creator dropped unfinished waits
+    for its threads forever), so after Ctrl-C it finishes the pages it was already given
+    (a few seconds) and the caller deletes the file."""
+    os.environ.setdefault(*_XAPIAN_FLUSH)  # read by Xapian when libzim opens its index
     creator = Creator(path)
     creator.config_indexing(True, language).config_verbose(False)
     creator.config_nbworkers(_WORKERS).config_clustersize(_CLUSTER_BYTES)
-    creator.__enter__()  # noqa: PLC2801 - entered by hand: see the except below
-    writer = Writer(creator)
+    creator.__enter__()  # by hand, to finish it with stdout silenced (below)
     try:
         creator.set_mainpath(main_path)
-        yield writer
-    except BaseException:
-        # python-libzim's __exit__ finishes the file even on an exception (indexing every
-        # page added so far, minutes on a big export); after Ctrl-C nobody wants that file.
-        # Dropping the creator unfinished (its last reference, here and now, even while a
-        # traceback keeps the frames alive) stops its threads and leaves files to delete.
-        writer.abandon()
-        del creator
-        raise
-    with _stdout_to_devnull():
-        creator.__exit__(None, None, None)
+        yield Writer(creator)
+    finally:
+        with _stdout_to_devnull():
+            creator.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
