@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import InvalidInput
+from ..timestamps import canonical_timestamp, instant_key
 from . import attribution, site
 from .base import Entry, Pages
 
@@ -49,7 +50,6 @@ _TITLE_CHARS, _DESCRIPTION_CHARS = 30, 80
 # Stand-in Date for pages without any updateTime: a fixed day, not the clock, so the bytes
 # stay the same; said in a note.
 _NO_DATE = "1970-01-01"
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _load_libzim() -> Any:
@@ -64,9 +64,10 @@ def _load_libzim() -> Any:
 
 
 def newest_update(entries: list[Entry]) -> str | None:
-    """The newest `updateTime` of the pages (the content is as of then), or None."""
-    times = [e.update_time for e in entries if e.update_time]
-    return max(times) if times else None
+    """The newest `updateTime` of the pages (the content is as of then), in canonical UTC
+    form (compared as instants: offsets and fractions differ between pages), or None."""
+    keys = [k for e in entries if e.update_time and (k := instant_key(e.update_time))]
+    return canonical_timestamp(max(keys) + "Z") if keys else None
 
 
 def zim_name(prefix: str | None) -> str:
@@ -78,7 +79,7 @@ def zim_name(prefix: str | None) -> str:
 def metadata(pages: Pages, as_of: str | None, digest: str) -> dict[str, str]:
     """Every text metadata of the ZIM, by name."""
     hosts = sorted({e.data_source for e in pages.entries})
-    day = as_of[:10] if as_of and _ISO_DAY.match(as_of) else _NO_DATE
+    day = as_of[:10] if as_of else _NO_DATE  # canonical UTC: starts with YYYY-MM-DD
     count = len(pages.entries)
     licence = (
         f"Content under CC BY 4.0 ({attribution.CC_BY}), code samples under Apache 2.0 "
