@@ -24,6 +24,7 @@ def test_wheel_carries_migrations_and_sample_and_they_work(tmp_path: Path) -> No
     assert "mirror/migrations/env.py" in members
     assert any(m.startswith("mirror/migrations/versions/0001") for m in members)
     assert "mirror/sample/docs.jsonl.gz" in members
+    assert "mirror/exports/zim_assets/illustration-48.png" in members  # export zim's icon
 
     target = tmp_path / "site"
     subprocess.run(
