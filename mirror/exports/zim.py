@@ -128,13 +128,12 @@ class ZimExport:
 
     def write(self, pages: Pages, target: Path, digest: str) -> None:
         """Make the ZIM at `target`: metadata, illustration, pages, main page, assets."""
-        zim: Any = self._zim
         as_of = newest_update(pages.entries)
         if as_of is None:
             self.notes.append(f"no page has an updateTime: the ZIM's Date is {_NO_DATE}")
         hosts = frozenset(e.data_source for e in pages.entries)
         renderer = site.PageRenderer(pages.names, hosts, reader=True)
-        with zim.creating(target, main_path=site.INDEX.as_posix(), language=LANGUAGE) as out:
+        with self._zim.creating(target, main_path=site.INDEX.as_posix(), language=LANGUAGE) as out:
             for name, value in sorted(metadata(pages, as_of, digest).items()):
                 out.metadata(name, value)
             out.illustration(ILLUSTRATION_SIZE, _illustration())

@@ -20,7 +20,7 @@ from libzim.writer import Creator, Hint, Item, StringProvider
 _CLUSTER_BYTES = 2 * 1024 * 1024
 # One compression thread (beside the one rendering pages): libzim compresses with zstd at
 # level 19, whose context takes tens of MB per thread. Measured on the 1,984-page Chrome
-# corpus: 2 threads peaked at 254 MB, 1 at 170 MB, for the same CPU time.
+# corpus: 2 threads peaked at ~250 MB, 1 at ~170 MB, for about the same CPU time.
 _WORKERS = 1
 # Xapian keeps the postings of up to this many pages in memory before writing them out (its
 # default, 10,000, held ~20 MB more on the Chrome corpus); an explicit setting is kept.
@@ -54,7 +54,7 @@ class Blob(Item):  # type: ignore[misc]  # libzim's stubs are not read (no py.ty
 
 
 class Writer:
-    """A ZIM being made: entries, metadata and illustration go in, `finish` writes the index."""
+    """A ZIM being made: entries, metadata and illustration go in; `creating` finishes it."""
 
     def __init__(self, creator: Creator) -> None:
         self._creator = creator
