@@ -1,17 +1,20 @@
 """`dk-mirror export FORMAT` on the English Chrome corpus: time, memory, and incrementality.
 
-Usage: python -m bench.bench_export [--formats md site llms docset] [--docs N]
+Usage: python -m bench.bench_export [--formats md site llms docset zim] [--docs N]
 Each export runs as a user runs it (`python -m mirror export ...`, a fresh process), timed and
 its peak private memory sampled. The baseline, measured in the same run, is a fresh process that
 opens the store and reads every selected document (what any export must do at least).
 Then, per format: a second export with no change (must write 0 files), an export to a second
 folder (must be byte-identical), and one after changing one page (says how many files).
 Targets (issue 30): each export under 60 s and 200 MB on the 1,984-page corpus.
+zim (when the zim extra is installed) is one file: "files" is 1, and its twin is compared
+entry by entry (libzim's UUIDs make the bytes differ; see mirror/exports/zim.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import resource
 import subprocess
@@ -68,8 +71,30 @@ def export(url: str, fmt: str, out: Path) -> tuple[float, int, dict[str, object]
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    """Every file under `root` by relative path."""
+    """Every file under `root` by relative path (a one-file export: that file)."""
+    if root.is_file():
+        return {root.name: root.read_bytes()}
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def zim_entries(path: Path) -> dict[str, tuple[str, str, bytes]]:
+    """A ZIM's entries (title, mimetype, bytes) by path, but for its two Xapian indexes."""
+    from libzim.reader import Archive
+
+    archive, found = Archive(path), {}
+    for i in range(archive.all_entry_count):
+        entry = archive._get_entry_by_id(i)
+        item = entry.get_item()
+        if not item.mimetype.endswith("+xapian"):
+            found[entry.path] = (entry.title, item.mimetype, bytes(item.content))
+    return found
+
+
+def same(out: Path, twin: Path) -> str:
+    """Whether two exports are the same: byte for byte, or (zim) entry for entry."""
+    if out.suffix == ".zim":
+        return f"same entries: {zim_entries(out) == zim_entries(twin)} (bytes differ: UUIDs)"
+    return f"byte-identical twin: {tree(out) == tree(twin)}"
 
 
 def change_one(url: str, name: str, round_: int) -> None:
@@ -86,7 +111,10 @@ def change_one(url: str, name: str, round_: int) -> None:
 def main() -> None:
     """Build a store of the corpus, then measure each format."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--formats", nargs="+", default=["md", "site", "llms", "docset"])
+    has_zim = importlib.util.find_spec("libzim") is not None
+    parser.add_argument(
+        "--formats", nargs="+", default=["md", "site", "llms", "docset"] + (["zim"] if has_zim else [])
+    )
     parser.add_argument("--docs", type=int, default=0, help="only the first N pages (0: all)")
     add_corpus_option(parser)
     args = parser.parse_args()
@@ -109,11 +137,13 @@ def main() -> None:
         victim = docs[len(docs) // 2].name
         for round_, fmt in enumerate(args.formats):
             out, twin = Path(tmp) / fmt, Path(tmp) / f"{fmt}-twin"
+            if fmt == "zim":  # one file, not a folder
+                out, twin = out.with_suffix(".zim"), twin.with_suffix(".zim")
             seconds, peak, first = export(url, fmt, out)
             cpu = CPU_SECONDS[0]
             again_s, _, again = export(url, fmt, out)
             export(url, fmt, twin)
-            identical = tree(out) == tree(twin)
+            identical = same(out, twin)
             change_one(url, victim, round_)
             _, _, changed = export(url, fmt, out)
             size = sum(len(v) for v in tree(out).values())
@@ -126,7 +156,7 @@ def main() -> None:
             )
             print(
                 f"      no change: {again['written']} written, {again['unchanged']} unchanged "
-                f"({again_s:.2f} s, {again_s / base_s:.2f}x)  byte-identical twin: {identical}  "
+                f"({again_s:.2f} s, {again_s / base_s:.2f}x)  {identical}  "
                 f"one page changed: {changed['written']} written, {changed['removed']} removed"
             )
             for note in first.get("notes") or []:

@@ -54,6 +54,8 @@ OWNED: dict[str, tuple[str, ...]] = {
     "nh3": ("mirror.serve",),
     "markdown_it": ("mirror.serve",),
     "pygments": ("mirror.serve",),
+    # The zim extra (GPL-3.0, optional): one module writes and reads ZIM files.
+    "libzim": ("mirror.exports.zim_archive",),
     # One progress bar for every command, drawn by one module.
     "tqdm": ("mirror.cli.progress",),
     # The semantic extra (hybrid search): imported lazily, only when the tier is used.

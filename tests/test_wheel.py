@@ -24,6 +24,7 @@ def test_wheel_carries_migrations_and_sample_and_they_work(tmp_path: Path) -> No
     assert "mirror/migrations/env.py" in members
     assert any(m.startswith("mirror/migrations/versions/0001") for m in members)
     assert "mirror/sample/docs.jsonl.gz" in members
+    assert "mirror/exports/zim_assets/illustration-48.png" in members  # export zim's icon
 
     target = tmp_path / "site"
     subprocess.run(
@@ -69,3 +70,19 @@ def test_wheel_carries_migrations_and_sample_and_they_work(tmp_path: Path) -> No
     )
     assert imported.returncode == 0, imported.stderr
     assert "imported 50 documents" in imported.stderr
+
+
+def test_every_package_of_the_source_tree_is_listed_for_the_wheel() -> None:
+    """pyproject lists the packages by hand: a new package left off it is missing from every
+    installed dk-mirror (the export formats were, until a wheel build showed it)."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "mirror").rglob("__init__.py")
+    }
+    found |= {"mirror.migrations", "mirror.migrations.versions"}  # mapped from migrations/
+    assert found == listed

@@ -13,6 +13,8 @@ from .common import as_of_option, global_options, json_option, open_mirror, warn
 from .progress import Bar
 
 Folder = click.Path(path_type=Path, file_okay=False)
+# A folder, or the file of a one-file format (zim); the export itself says which it needs.
+Out = click.Path(path_type=Path)
 
 
 def _format_options(func: Any) -> Any:
@@ -27,7 +29,7 @@ def _format_options(func: Any) -> Any:
 
 @click.command(name="export")
 @click.argument("format_name", metavar="FORMAT", type=click.Choice(sorted(formats.BY_NAME)))
-@click.argument("out", type=Folder)
+@click.argument("out", type=Out)
 @click.option("--prefix", help="Only names starting with this (any name form).")
 @click.option(
     "--lock",
@@ -50,10 +52,12 @@ def export(
     as_json: bool,
     **given: Any,
 ) -> None:
-    """Export the docs for other readers: md, a static site with search, llms.txt, a Dash/Zeal docset.
+    """Export the mirrored docs to OUT for other readers: md, a static site with search, llms.txt,
+    a Dash/Zeal docset or a ZIM file for Kiwix (see README).
 
     Re-running rewrites only the files whose bytes changed and removes the files of pages no
-    longer selected (only files an export wrote)."""
+    longer selected (only files an export wrote). For zim, OUT is one .zim file, rewritten
+    only when its pages changed."""
     spec = formats.spec(format_name)
     own = {option.key: option for option in spec.options}
     for key, value in given.items():

@@ -9,6 +9,11 @@ already holds, writing by temp file and rename, removing files no longer exporte
 licence notice, the summary. So a format must be deterministic (same pages and options, same
 bytes: sort, and put no wall-clock time in any file) and must yield each path once.
 
+A format whose export is one file (zim) is a `FileFormat` instead: it writes the whole file
+at a temporary path it is given, and stores there the digest of the content it was made from;
+the machinery (onefile.py) compares that digest first, so a re-export with no change writes
+nothing, and renames the file into place only when it is complete.
+
 To add a format: write `mirror/exports/<name>.py` with `FORMAT`, and list it (with any options
 of its own) in formats.py.
 """
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple, Protocol
 
 from ..models import Document, data_source_of
@@ -104,3 +109,22 @@ class Format(Protocol):
 
 # A format module's FORMAT: option values (by option key, see formats.py) to one run.
 FormatFactory = Callable[[Mapping[str, Any]], Format]
+
+
+class FileFormat(Protocol):
+    """One run of a format whose export is a single file (see the module docstring)."""
+
+    notes: list[str]
+
+    def stored_digest(self, path: Path) -> str | None:
+        """The content digest an earlier export stored in the file at `path`; None when the
+        file is not one this format wrote (the machinery then refuses to replace it)."""
+        ...
+
+    def write(self, pages: Pages, target: Path, digest: str) -> None:
+        """Write the whole export at `target` (a temporary path), storing `digest` in it."""
+        ...
+
+
+# A one-file format module's FORMAT.
+FileFormatFactory = Callable[[Mapping[str, Any]], FileFormat]

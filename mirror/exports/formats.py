@@ -10,7 +10,7 @@ import importlib
 from dataclasses import dataclass
 
 from ..errors import InvalidInput
-from .base import FormatFactory
+from .base import FileFormatFactory, FormatFactory
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,16 +26,23 @@ class Option:
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    """One format: its FORMAT argument, module, one-line summary and own options."""
+    """One format: its FORMAT argument, module, one-line summary and own options; `one_file`
+    when its export is a single file (a `FileFormat`) rather than a folder."""
 
     name: str
     module: str
     summary: str
     options: tuple[Option, ...] = ()
+    one_file: bool = False
 
     def load(self) -> FormatFactory:
         """The format module's FORMAT."""
         factory: FormatFactory = importlib.import_module(self.module).FORMAT
+        return factory
+
+    def load_file(self) -> FileFormatFactory:
+        """The one-file format module's FORMAT."""
+        factory: FileFormatFactory = importlib.import_module(self.module).FORMAT
         return factory
 
 
@@ -84,6 +91,12 @@ SPECS: tuple[Spec, ...] = (
         "site",
         "mirror.exports.site",
         "A static HTML site with offline full-text search that works from file://.",
+    ),
+    Spec(
+        "zim",
+        "mirror.exports.zim",
+        "One .zim file for Kiwix: every page, its full-text index and metadata (extra `zim`).",
+        one_file=True,
     ),
 )
 BY_NAME = {spec.name: spec for spec in SPECS}

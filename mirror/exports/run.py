@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
 from ..files import make_folder
-from . import attribution, formats
+from . import attribution, formats, onefile
 from .base import Entry, Pages
 from .source import Selection, read_documents
 from .writer import Manifest, TreeWriter
@@ -64,8 +64,11 @@ def export(
     options: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ExportReport:
-    """Export the selected documents from `store` as `format_name` into the folder `out`."""
+    """Export the selected documents from `store` as `format_name` into the folder `out` (or
+    the file `out`, for a one-file format)."""
     spec = formats.spec(format_name)
+    if spec.one_file:
+        return _export_file(store, spec, out, selection, dict(options or {}), progress)
     if out.exists() and not out.is_dir():
         raise InvalidInput(f"{out} is a file; an export is a folder", hint="give a folder path")
     previous = Manifest.read(out)
@@ -75,14 +78,9 @@ def export(
             hint="export each format to its own folder",
         )
     run = spec.load()(dict(options or {}))
-    entries = [Entry.of(doc) for doc in read_documents(store, selection)]
-    if not entries:
-        raise InvalidInput(
-            "no document with content matches the selection",
-            hint="check --prefix, or fetch the documents first (dk-mirror fetch / crawl)",
-        )
+    pages = _select(store, selection, progress)
+    entries = pages.entries
     make_folder(out)  # only now: a selection of nothing leaves no empty folder behind
-    pages = Pages(entries, lambda: read_documents(store, selection), progress, selection)
     writer = TreeWriter(out)
     old = previous.files if previous is not None else frozenset()
     files = run.files(pages)
@@ -114,5 +112,50 @@ def export(
         unchanged=writer.unchanged,
         removed=removed,
         bytes=writer.bytes,
+        notes=list(run.notes),
+    )
+
+
+def _select(
+    store: StoreAccess, selection: Selection, progress: Callable[[int, int], None] | None
+) -> Pages:
+    """The selected pages (InvalidInput when there are none)."""
+    entries = [Entry.of(doc) for doc in read_documents(store, selection)]
+    if not entries:
+        raise InvalidInput(
+            "no document with content matches the selection",
+            hint="check --prefix, or fetch the documents first (dk-mirror fetch / crawl)",
+        )
+    return Pages(entries, lambda: read_documents(store, selection), progress, selection)
+
+
+def _export_file(
+    store: StoreAccess,
+    spec: formats.Spec,
+    out: Path,
+    selection: Selection,
+    options: dict[str, Any],
+    progress: Callable[[int, int], None] | None,
+) -> ExportReport:
+    """A one-file export (onefile.py): rewritten whole, or not at all when nothing changed."""
+    run = spec.load_file()(options)
+    onefile.check_target(out, spec.name)
+    pages = _select(store, selection, progress)
+    # The digest reads the pages once more, quietly: the progress bar counts the writing.
+    digest = onefile.content_digest(
+        spec.name, options, selection.prefix, read_documents(store, selection)
+    )
+    written = onefile.write(run, spec.name, out, pages, digest)
+    if not written:
+        run.notes.append(f"{out} already holds these pages (same content digest): not rewritten")
+    return ExportReport(
+        format_name=spec.name,
+        out=str(out),
+        selection=selection.to_json(),
+        pages=len(pages.entries),
+        files=1,
+        written=int(written),
+        unchanged=int(not written),
+        bytes=out.stat().st_size,
         notes=list(run.notes),
     )

@@ -69,13 +69,29 @@ def _e(text: str | None) -> str:
     return html.escape(text or "", quote=True)
 
 
-def shell(path: PurePosixPath, title: str, main: str, *, script: bool = False) -> bytes:
-    """A whole page at `path`: head, header with the search box, `main`, licence footer."""
+def shell(
+    path: PurePosixPath, title: str, main: str, *, script: bool = False, reader: bool = False
+) -> bytes:
+    """A whole page at `path`: head, header with the search box, `main`, licence footer.
+    `reader=True` for a page shown by a reader (Kiwix) that puts its own search box and
+    scripts into it: no search box, and no script ban (the sanitiser still removes every
+    script of the documents)."""
     root = _root(path)
     policy = (
-        "" if script else f'<meta http-equiv="Content-Security-Policy" content="{_NO_SCRIPT}">\n'
+        ""
+        if script or reader
+        else f'<meta http-equiv="Content-Security-Policy" content="{_NO_SCRIPT}">\n'
     )
     scripts = f'<script src="{root}{ASSETS}/search.js"></script>\n' if script else ""
+    box = (
+        f"""
+    <form class="search-box" id="search-form" action="{root}{SEARCH}" method="get" role="search">
+      <input type="search" id="search-input" name="q" placeholder="Search these docs" aria-label="Search these docs">
+      <button type="submit">Search</button>
+    </form>"""
+        if not reader
+        else ""
+    )
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -91,11 +107,7 @@ def shell(path: PurePosixPath, title: str, main: str, *, script: bool = False) -
 <body>
 <header class="site-header">
   <div class="bar">
-    <a class="brand" href="{root}{INDEX}">{SITE_TITLE}</a>
-    <form class="search-box" id="search-form" action="{root}{SEARCH}" method="get" role="search">
-      <input type="search" id="search-input" name="q" placeholder="Search these docs" aria-label="Search these docs">
-      <button type="submit">Search</button>
-    </form>
+    <a class="brand" href="{root}{INDEX}">{SITE_TITLE}</a>{box}
   </div>
 </header>
 <main id="main">
@@ -115,9 +127,12 @@ def shell(path: PurePosixPath, title: str, main: str, *, script: bool = False) -
 class PageRenderer:
     """Renders documents as the browser does, with links between exported pages made relative."""
 
-    def __init__(self, names: frozenset[str], hosts: frozenset[str]) -> None:
+    def __init__(
+        self, names: frozenset[str], hosts: frozenset[str], *, reader: bool = False
+    ) -> None:
         self.names = names
         self.hosts = hosts
+        self.reader = reader  # see shell()
 
     def body(self, doc: Document, path: PurePosixPath) -> tuple[str, str]:
         """The page's sanitised HTML before and after its links are rewritten."""
@@ -159,7 +174,7 @@ class PageRenderer:
 {body}
 </div>
 </article>"""
-        return shell(path, title, main)
+        return shell(path, title, main, reader=self.reader)
 
 
 def _section(entry: Entry) -> str:
@@ -167,15 +182,16 @@ def _section(entry: Entry) -> str:
     return segments[0] if len(segments) > 1 else ""
 
 
-def index_page(entries: list[Entry]) -> bytes:
-    """index.html: every page, by data source, then top-level folder."""
+def index_page(entries: list[Entry], *, reader: bool = False) -> bytes:
+    """index.html: every page, by data source, then top-level folder (`reader`: see shell();
+    no link to search.html either)."""
     by_host: dict[str, dict[str, list[Entry]]] = defaultdict(lambda: defaultdict(list))
     for entry in entries:
         by_host[entry.data_source][_section(entry)].append(entry)
+    search_them = "" if reader else f' <a href="{SEARCH}">Search them</a>.'
     parts = [
         f"<h1>{SITE_TITLE}</h1>",
-        f'<p class="lead">{len(entries)} pages from {len(by_host)} data source(s). '
-        f'<a href="{SEARCH}">Search them</a>.</p>',
+        f'<p class="lead">{len(entries)} pages from {len(by_host)} data source(s).{search_them}</p>',
     ]
     for host in sorted(by_host):
         parts.append(f'<h2 id="{_e(host)}">{_e(host)}</h2>')
@@ -187,7 +203,7 @@ def index_page(entries: list[Entry]) -> bytes:
                 for e in sorted(by_host[host][section], key=lambda e: e.name)
             )
             parts.append(f'<ul class="pages-list">\n{rows}\n</ul>')
-    return shell(INDEX, "All pages", "\n".join(parts))
+    return shell(INDEX, "All pages", "\n".join(parts), reader=reader)
 
 
 def search_page() -> bytes:
