@@ -307,7 +307,8 @@ def fetch(
             # the copies this run just refetched.
             said = (
                 f"{done.fetched} of {done.requested} refetched and saved; the same command "
-                "refetches them all again (--max-age 1h instead of --refresh skips these)"
+                f"refetches all {done.requested} again (--max-age 1h instead of --refresh "
+                "skips these)"
             )
         else:
             said = (
