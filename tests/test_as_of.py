@@ -174,6 +174,24 @@ def test_ls_search_and_exports_as_of(
     )
 
 
+def test_cli_answer_json_says_how_fresh_each_page_it_quotes_is(
+    drill: Drill, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As `search --json` and MCP's answer_query do: an agent reading the answer can tell
+    # when each page it was grounded on was fetched.
+    invoke = _cli(drill, monkeypatch)
+    data = json.loads(invoke("answer", "tensorflow hub models", "--json").stdout)
+    quoted = {
+        r["documentReference"]["documentChunk"]["parent"] for r in data["answer"]["references"]
+    }
+    assert quoted
+    held = data["_mirror"]["documents"]
+    assert {d["name"] for d in held} == quoted
+    assert all(d["source"] == "cache" and d["fetchedAt"] in (rfc3339(T1), rfc3339(T2))
+               for d in held)  # fmt: skip
+    assert all(d["updateTime"] for d in held)
+
+
 def test_the_view_refuses_writes(drill: Drill) -> None:
     with drill.mirror(BETWEEN) as past:
         with pytest.raises(InvalidInput, match="read-only history"):

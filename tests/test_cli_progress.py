@@ -7,10 +7,12 @@ import io
 import json
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
 import termios
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +63,26 @@ def test_a_bar_follows_a_growing_total_on_a_terminal_and_stays_silent_elsewhere(
         update(1, 2)
         update(2, 2)
     assert piped.getvalue() == ""
+
+
+def test_a_bar_keeps_moving_while_nothing_finishes() -> None:
+    # A crawl narrowing a batch of broken links makes one paced call per name and finishes
+    # nothing for a minute: the bar must still redraw (clock, ETA, quota wait), not freeze
+    # at its last count.
+    terminal = _Terminal()
+    bar = progress.Bar("crawling", stream=terminal)
+    for done in (20, 40, 60):  # batches arriving, as tqdm tunes how often it redraws
+        time.sleep(0.12)
+        bar.update(done, 120, note=f"{done / 10:.1f}s waiting for quota")
+    time.sleep(0.6)  # longer than the bar waits between redraws of an unchanged count
+    bar.update(60, 120, note="42.0s waiting for quota")
+    frames = [f for f in terminal.getvalue().split("\r") if "doc/s" in f]
+    bar.close()
+    assert "42.0s waiting for quota" in frames[-1]
+    # The rate (and so tqdm's time left) is the average so far: it falls while nothing comes,
+    # rather than standing at what the last burst of batches made it.
+    rates = [float(re.search(r"([\d.]+)doc/s", f).group(1)) for f in frames[-2:]]  # type: ignore[union-attr]
+    assert rates[1] < rates[0], frames[-2:]
 
 
 @pytest.fixture

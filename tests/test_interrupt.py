@@ -268,6 +268,26 @@ def test_ctrl_c_stops_a_fetch_at_once_and_a_rerun_fetches_the_rest(
     assert not _asked(upstream) & saved
 
 
+def test_ctrl_c_in_fetch_refresh_says_what_a_rerun_will_do(upstream: Emulator, db: Path) -> None:
+    """With --refresh the same command refetches everything again: the message must not
+    promise it fetches "only the rest", nor count the copies it holds as none."""
+    first = Run(_env(db, upstream, "1000000"), "fetch", *NAMES)
+    first.wait(timeout=120)
+    assert first.proc.returncode == 0, first.stderr
+    upstream.reset()
+    upstream.inject(Fault("latency", seconds=0.2), times=-1)
+
+    run = Run(_env(db, upstream), "fetch", "--refresh", *NAMES)
+    _until(lambda: upstream.count("/v1/documents:batchGet") >= 1, "asked upstream", run)
+    time.sleep(0.5)  # its answer is in, and the other batches queue for the quota
+    _stopped_promptly(run)
+    said = [line for _, line in run.err if line.startswith("interrupted")]
+    assert len(said) == 1, run.stderr
+    assert "only the rest" not in said[0] and "--max-age" in said[0], said[0]
+    assert f"of {len(NAMES)} refetched" in said[0], said[0]
+    assert len(_stored(db)) == len(NAMES)
+
+
 def test_ctrl_c_stops_a_refresh_at_once_and_a_rerun_finishes_it(
     upstream: Emulator, db: Path
 ) -> None:
@@ -284,6 +304,9 @@ def test_ctrl_c_stops_a_refresh_at_once_and_a_rerun_finishes_it(
     time.sleep(0.5)  # its answer is in, and the other batches queue for the quota
     _stopped_promptly(run)
     _sound(db)
+    # One line says how far it got, not that line and then a bare "interrupted" again.
+    said = [line for _, line in run.err if line.startswith("interrupted")]
+    assert len(said) == 1 and "checked" in said[0], run.stderr
 
     rest = Run(_faster_quota(db, upstream), "refresh", "--json")
     rest.wait(timeout=120)

@@ -17,6 +17,7 @@ from .common import (
     keep_versions_option,
     open_mirror,
 )
+from .main import EXIT_INTERRUPTED
 from .progress import Bar
 
 
@@ -68,7 +69,8 @@ def refresh(
             "(add --older-than to skip what was just checked)",
             err=True,
         )
-        raise  # the group reports the interruption and exits 130
+        # The line above says it all: not the group's bare "interrupted" after it.
+        ctx.exit(EXIT_INTERRUPTED)
     if as_json:
         click.echo(render.to_json(report.to_json()))
     else:

@@ -313,12 +313,21 @@ def fetch(
         done = stop.report
         if as_json:
             click.echo(render.to_json(done.to_json()))
-        click.echo(
-            f"interrupted: {done.fetched} document(s) saved, "
-            f"{done.already_cached + done.fetched} of {done.requested} now in the store; "
-            "run the same command again to fetch only the rest",
-            err=True,
-        )
+        if refresh:
+            # Every name was asked for again, so a rerun starts over; --max-age skips
+            # the copies this run just refetched.
+            said = (
+                f"{done.fetched} of {done.requested} refetched and saved; the same command "
+                f"refetches all {done.requested} again (--max-age 1h instead of --refresh "
+                "skips these)"
+            )
+        else:
+            said = (
+                f"{done.fetched} document(s) saved, "
+                f"{done.already_cached + done.fetched} of {done.requested} now in the store; "
+                "run the same command again to fetch only the rest"
+            )
+        click.echo(f"interrupted: {said}", err=True)
         ctx.exit(EXIT_INTERRUPTED)
     if as_json:
         click.echo(render.to_json(report.to_json()))

@@ -8,8 +8,14 @@ ETA; it is imported only when a bar is drawn, so quick and offline commands neve
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
+
+# Seconds between redraws while the count stands still. tqdm redraws only when enough items
+# finished since its last draw, so a crawl narrowing broken links under the quota (a minute of
+# paced calls that finish nothing) would freeze its clock, ETA and quota wait.
+REDRAW_EVERY = 0.5
 
 
 def _stderr() -> TextIO:
@@ -29,6 +35,7 @@ class Bar:
         self._stream = stream
         self._bar: Any = None
         self._done = 0
+        self._drawn = 0.0  # time.monotonic() of the last redraw of a standing count
 
     @property
     def stream(self) -> TextIO:
@@ -49,12 +56,22 @@ class Bar:
             from tqdm import tqdm
 
             self._bar = tqdm(
-                total=total, desc=self.label, unit=self.unit, file=self.stream, dynamic_ncols=True
+                total=total,
+                desc=self.label,
+                unit=self.unit,
+                file=self.stream,
+                dynamic_ncols=True,
+                # The average rate since the start, not a moving one: it keeps falling (and the
+                # time left keeps growing) while nothing finishes, as under quota waits.
+                smoothing=0,
             )
         self._bar.total = total
         if note is not None:
             self._bar.set_postfix_str(note, refresh=False)
         self._bar.update(done - self._done)
+        if done == self._done and time.monotonic() - self._drawn >= REDRAW_EVERY:
+            self._drawn = time.monotonic()
+            self._bar.refresh()
         self._done = done
 
     def close(self) -> None:

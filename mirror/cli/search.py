@@ -108,7 +108,8 @@ def answer(ctx: click.Context, question: str, filter_text: str | None, as_json: 
     for warning in result.warnings:
         click.echo(f"warning: {render.clean(warning, multiline=True)}", err=True)
     if as_json:
-        click.echo(render.to_json(result.to_json()))
+        held = mirror.provenance(result.answer.reference_names)
+        click.echo(render.to_json(result.to_json(held)))
         return
     click.echo(render.clean(result.answer.answer_text.rstrip(), multiline=True) + "\n")
     references = result.answer.references

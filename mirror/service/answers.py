@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING
@@ -45,8 +46,9 @@ class AnswerResult:
         """The AnswerQueryResponse JSON."""
         return self.answer.to_api()
 
-    def to_json(self) -> dict[str, object]:
-        """`answer --json`: the upstream JSON, plus where it came from under `_mirror`."""
+    def to_json(self, held: Sequence[documents.Served] = ()) -> dict[str, object]:
+        """`answer --json`: the upstream JSON, plus where it came from under `_mirror`, with
+        the store's copy of each page it cites (`held`: Mirror.provenance), as a search's."""
         return {
             **self.answer.to_api(),
             "_mirror": {
@@ -55,6 +57,7 @@ class AnswerResult:
                 "staleDocuments": self.stale_names,
                 "recordedAt": rfc3339(self.recorded_at),
                 "quota": {"used": self.quota_used, "limit": self.quota_limit},
+                "documents": [s.to_json() for s in held],
             },
         }
 
