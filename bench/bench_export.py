@@ -113,7 +113,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     has_zim = importlib.util.find_spec("libzim") is not None
     parser.add_argument(
-        "--formats", nargs="+", default=["md", "site", "llms", "docset"] + (["zim"] if has_zim else [])
+        "--formats",
+        nargs="+",
+        default=["md", "site", "llms", "docset"] + (["zim"] if has_zim else []),
     )
     parser.add_argument("--docs", type=int, default=0, help="only the first N pages (0: all)")
     add_corpus_option(parser)
