@@ -491,8 +491,7 @@ def test_the_section_holding_most_of_a_question_outranks_its_words_in_a_title(
         "# Caching guide\n\n"
         + _filler(700)
         + "\n\n## Before you cache\n\nEstimate how much storage is left for offline data "
-        "before you cache large files.\n\n"
-        + _filler(700),
+        "before you cache large files.\n\n" + _filler(700),
     )
     store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
     store.put(
