@@ -6,6 +6,16 @@ from mirror.search import passages
 from mirror.store.textindex.sqlite.entries import analyzer
 
 ANALYZE = analyzer().analyze
+
+
+def _stem(word: str) -> str | None:
+    return next(iter(ANALYZE(word)), None)
+
+
+def _scores(pages: list[str], weights: dict[str, float]) -> list[float]:
+    return passages.best_passages(pages, weights, list(weights), _stem)
+
+
 FILLER = "Unrelated prose about browsers and pages. " * 40
 
 
@@ -22,14 +32,21 @@ def test_a_page_scores_its_best_chunk_not_its_words_spread_over_chunks() -> None
         + _section("Three", "Offline first.")
     )
     words = {w: 1.0 for w in ANALYZE("estimate storage offline")}
-    near, far, none = passages.best_passages([together, spread, FILLER], words, ANALYZE)
+    near, far, none = _scores([together, spread, FILLER], words)
     assert near > far > none == 0.0
+
+
+def test_words_count_by_their_stem_not_by_a_prefix() -> None:
+    # "database" starts with "data" but is another word.
+    pages = [_section("A", "Data."), _section("B", "Database. Databases.")]
+    counted, other = _scores(pages, {"data": 1.0})
+    assert counted > 0 == other
 
 
 def test_rarer_words_weigh_more() -> None:
     pages = [_section("A", "quota quota"), _section("B", "storage storage")]
     words = {"quota": 3.0, "storag": 0.5}
-    quota, storage = passages.best_passages(pages, words, ANALYZE)
+    quota, storage = _scores(pages, words)
     assert quota > storage > 0
 
 

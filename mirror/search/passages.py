@@ -4,14 +4,15 @@ Why: the index scores a page as a whole, and each word by its best field (title,
 headings, body). For a question of several words that lifts a page holding one or two of them
 in its title above the page whose one section holds most of them; a bare FTS5 index with a row
 per chunk ranked those questions better. So the first few pages of a long question are scored
-again by their best chunk (BM25 over the chunks, the words stemmed as the index stems them,
-weighted by the index's document frequencies), and ordered by an equal mix of the two scores,
-each scaled to its best among those pages.
+again by their best chunk (BM25 over the chunks, each word weighted by the index's document
+frequency of its stem), and ordered by an equal mix of the two scores, each scaled to
+its best among those pages.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
@@ -31,28 +32,45 @@ def idf(documents: int, having: int) -> float:
 
 def best_passages(
     contents: Sequence[str],
-    words: Mapping[str, float],
-    analyze: Callable[[str], list[str]],
+    weights: Mapping[str, float],
+    prefixes: Sequence[str],
+    stem: Callable[[str], str | None],
 ) -> list[float]:
-    """Each page's best chunk score: BM25 of `words` (stemmed word -> idf) over its chunks,
-    heading and text, the average chunk length taken over all these pages' chunks."""
-    pages = [
-        [Counter(analyze(f"{c.heading} {c.text}")) for c in chunk_markdown(content)]
-        for content in contents
-    ]
-    lengths = [c.total() for chunks in pages for c in chunks]
-    average = (sum(lengths) / len(lengths)) if lengths else 1.0
-    average = average or 1.0
+    """Each page's best chunk score: BM25 of the query's words over its chunks (heading and
+    text; lengths in words split at white space, the average over all these pages' chunks). `weights`: each
+    stem of the query (as the index stems it) -> its idf; `prefixes`: what a word holding one
+    of them starts with (the stem, the word as typed); `stem`: a word's stem. Only the words
+    starting with a prefix are stemmed (a regular expression finds them): tokenizing 15
+    whole pages cost more than the whole search."""
+    keys = sorted({p.casefold() for p in prefixes if p}, key=len, reverse=True)
+    if not keys:
+        return [0.0] * len(contents)
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, keys)) + r")\w*")
+    stems: dict[str, str | None] = {}
+
+    def counted(word: str) -> str | None:
+        if word not in stems:
+            found = stem(word)
+            stems[word] = found if found in weights else None
+        return stems[word]
+
+    pages: list[list[tuple[int, Counter[str]]]] = []
+    for content in contents:
+        chunks = []
+        for chunk in chunk_markdown(content):
+            text = f"{chunk.heading}\n{chunk.text}".casefold()
+            words = (counted(w) for w in pattern.findall(text))
+            length = len(text.split())
+            chunks.append((length, Counter(w for w in words if w is not None)))
+        pages.append(chunks)
+    lengths = [length for chunks in pages for length, _ in chunks]
+    average = max(sum(lengths) / len(lengths), 1.0) if lengths else 1.0
     best: list[float] = []
     for chunks in pages:
         top = 0.0
-        for counts in chunks:
-            norm = K1 * (1 - B + B * counts.total() / average)
-            score = sum(
-                weight * f * (K1 + 1) / (f + norm)
-                for word, weight in words.items()
-                if (f := counts.get(word, 0))
-            )
+        for length, counts in chunks:
+            norm = K1 * (1 - B + B * length / average)
+            score = sum(weights[w] * f * (K1 + 1) / (f + norm) for w, f in counts.items())
             top = max(top, score)
         best.append(top)
     return best

@@ -327,13 +327,19 @@ def _best_passage_first(
     pool = hits[:PASSAGE_POOL]
     if len(pool) < 2:
         return hits
-    words = dict.fromkeys(w for t in terms for w in index.analyze(" ".join(t.plain)))
+    typed = [w for t in terms for w in t.plain]
+    stems = dict.fromkeys(s for w in typed for s in index.analyze(w)[:1])
     total = searcher.num_docs
-    weights = {w: passages.idf(total, searcher.doc_freq("body", w)) for w in words}
+    weights = {s: passages.idf(total, searcher.doc_freq("body", s)) for s in stems}
     names = [h.name for h in pool]
     rows = raw.execute(_CONTENT.format(marks=", ".join("?" * len(names))), names).fetchall()
     found = {name: inflate(content) or "" for name, content in rows}
-    best = passages.best_passages([found.get(n, "") for n in names], weights, index.analyze)
+
+    def stem(word: str) -> str | None:
+        return next(iter(index.analyze(word)), None)
+
+    contents = [found.get(n, "") for n in names]
+    best = passages.best_passages(contents, weights, [*stems, *typed], stem)
     order = passages.reordered([-h.rank for h in pool], best)
     ranked = [
         DocumentHit(pool[i].name, place.rank, place.score)
