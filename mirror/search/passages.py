@@ -5,8 +5,8 @@ headings, body). For a question of several words that lifts a page holding one o
 in its title above the page whose one section holds most of them; a bare FTS5 index with a row
 per chunk ranked those questions better. So the first few pages of a long question are scored
 again by their best chunk (BM25 over the chunks, each word weighted by the index's document
-frequency of its stem), and ordered by an equal mix of the two scores, each scaled to
-its best among those pages.
+frequency of its stem), and ordered by an equal mix of the two scores, each scaled to its
+best among those pages.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ def best_passages(
     stem: Callable[[str], str | None],
 ) -> list[float]:
     """Each page's best chunk score: BM25 of the query's words over its chunks (heading and
-    text; lengths in words split at white space, the average over all these pages' chunks). `weights`: each
-    stem of the query (as the index stems it) -> its idf; `prefixes`: what a word holding one
-    of them starts with (the stem, the word as typed); `stem`: a word's stem. Only the words
-    starting with a prefix are stemmed (a regular expression finds them): tokenizing 15
+    text; lengths in words split at white space, the average taken over all these pages'
+    chunks). `weights`: each stem of the query (as the index stems it) -> its idf;
+    `prefixes`: what a word holding one of them starts with (the stem, the word as typed);
+    `stem`: a word's stem. Only the words starting with a prefix are stemmed: tokenizing 15
     whole pages cost more than the whole search."""
     # A prefix that starts with another adds no word ("storage" after "storag").
     keys = sorted({p.casefold() for p in prefixes if p})

@@ -8,7 +8,8 @@ built as tantivy query objects from mirror.search.lexical's terms, never parsed 
 
 The plan (the same as PostgreSQL's, pg_search.py): pages with every term first, topped up with
 pages with any term or part of one (never above a page that had every term); a long question
-ranks pages with any term from the start. Tantivy scores every page that matches (see
+ranks pages with any term from the start, and a long English one re-ranks its first pages by
+their best passage too (mirror.search.passages; not on PostgreSQL yet). Tantivy scores every page that matches (see
 text_index.py on why its block skipping is not used), in compiled code rather than a BM25
 call per page as FTS5 did. A word that matches nothing is corrected from the
 index's vocabulary. Every page found is checked against the store (and a `where` filter, as
@@ -47,11 +48,11 @@ PART_BOOST = 0.5
 SCORE_K = 10.0
 # A long English question's first this many pages are re-ranked by their best passage
 # (mirror.search.passages). On bench/data/questions.json's dev half, questions hit@1 / hit@5 /
-# MRR@10 went 0.48 / 0.81 / 0.60 -> 0.59 / 0.85 / 0.71 and agent problems 0.55 / 0.64 / 0.61
+# MRR@10 went 0.48 / 0.81 / 0.60 -> 0.63 / 0.85 / 0.74 and agent problems 0.55 / 0.64 / 0.61
 # -> 0.64 / 0.73 / 0.66; every other kind kept its figures, and tests/data/relevance.json's
 # paraphrases went 0.80 -> 0.87 hit@5. 10 pages did as well on the dev half but let a
 # paraphrase of that suite slip a place; 20 cost other-language questions (Spanish and
-# Portuguese ones in ASCII) a hit.
+# Portuguese ones in ASCII) a hit. The cost: long questions' p50 about 2x (bench_search).
 PASSAGE_POOL = 15
 # How many candidates a search fetches before a `where` filter, at most, before it asks the
 # store for every page that passes the filter and searches among those alone.
