@@ -475,3 +475,34 @@ def test_most_of_a_question_in_the_body_outranks_one_word_in_every_field(tmp_pat
     ranked = [h.name for h in store.rank_documents(query, limit=5)]
     store.close()
     assert ranked[:2] == [answer.name, everywhere.name]
+
+
+def test_the_section_holding_most_of_a_question_outranks_its_words_in_a_title(
+    tmp_path: Path,
+) -> None:
+    """A long question's first pages are ranked again by their best passage (issue 27): the
+    page with one section holding most of its words ranks above the short page holding them in
+    its title and description only, which the index, scoring pages whole, ranks first."""
+    titled = _doc("articles/quota", "Offline storage quota", "# Overview\n\n" + _filler(60))
+    titled = replace(titled, description="The storage quota left for offline data.")
+    answer = _doc(
+        "articles/caching",
+        "Caching guide",
+        "# Caching guide\n\n"
+        + _filler(700)
+        + "\n\n## Before you cache\n\nEstimate how much storage is left for offline data "
+        "before you cache large files.\n\n" + _filler(700),
+    )
+    store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    store.put(
+        [titled, answer, _doc("blog/other", "Other", "# Other\n\nNothing here.")],
+        fetched_at=0.0,
+        upstream="test",
+    )
+    query = "how do I estimate the storage quota left for offline data"
+    ranked = [h.name for h in store.rank_documents(query, limit=5)]
+    # Keywords keep the page-level ranking: the title page is about them.
+    keywords = [h.name for h in store.rank_documents("storage quota", limit=5)]
+    store.close()
+    assert ranked[:2] == [answer.name, titled.name]
+    assert keywords[0] == titled.name

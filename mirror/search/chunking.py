@@ -11,6 +11,7 @@ Sizes are UTF-8 bytes. Pure and deterministic: the same content always gives the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -189,6 +190,14 @@ def chunk_markdown(content: str) -> list[Chunk]:
         if text.strip():
             chunks.append(Chunk(f"c{len(chunks)}", heading, text))
     return chunks
+
+
+@functools.lru_cache(maxsize=32)
+def recent_chunks(content: str) -> tuple[Chunk, ...]:
+    """chunk_markdown for a search, of the last pages asked for: a long question's first pages
+    are chunked to re-rank them (passages.py), then the ones shown for their best chunks
+    (lexical.best_chunks); cutting them once saves most of what the re-ranking costs."""
+    return tuple(chunk_markdown(content))
 
 
 def headings(content: str) -> str:

@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .chunking import Chunk, chunk_markdown
+from .chunking import Chunk, recent_chunks
 
 # At most this many chunks of one page in a result list (the issue: a page of 10 results
 # held a median of 5 distinct documents when chunks were ranked alone).
@@ -353,9 +353,9 @@ def best_chunks(
     terms = query_terms(query)
     picked: list[list[Chunk]] = []
     for content in contents:
-        chunks = chunk_markdown(content)
+        chunks = recent_chunks(content)
         if len(chunks) <= 1 or not terms:
-            picked.append(chunks[:1])
+            picked.append(list(chunks[:1]))
             continue
         scores = chunk_scores([(c.heading, c.text) for c in chunks], terms)
         order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))

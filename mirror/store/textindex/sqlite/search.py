@@ -8,7 +8,8 @@ built as tantivy query objects from mirror.search.lexical's terms, never parsed 
 
 The plan (the same as PostgreSQL's, pg_search.py): pages with every term first, topped up with
 pages with any term or part of one (never above a page that had every term); a long question
-ranks pages with any term from the start. Tantivy scores every page that matches (see
+ranks pages with any term from the start, and a long English one re-ranks its first pages by
+their best passage too (mirror.search.passages; not on PostgreSQL yet). Tantivy scores every page that matches (see
 text_index.py on why its block skipping is not used), in compiled code rather than a BM25
 call per page as FTS5 did. A word that matches nothing is corrected from the
 index's vocabulary. Every page found is checked against the store (and a `where` filter, as
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 import tantivy
 
 from ....errors import StoreError
-from ....search import lexical, translations
+from ....search import lexical, passages, translations
 from ...db.compression import inflate
 from ..ranking import LONG_QUERY, MIN_SCORE, DocumentHit, LocalHit, grouped
 from .entries import FIELDS
@@ -45,6 +46,14 @@ PART_FIELDS = ("title", "headings", "side")
 PART_BOOST = 0.5
 # score = s / (s + SCORE_K) for tantivy's BM25 sum s: monotonic, in [0, 1).
 SCORE_K = 10.0
+# A long English question's first this many pages are re-ranked by their best passage
+# (mirror.search.passages). On bench/data/questions.json's dev half, questions hit@1 / hit@5 /
+# MRR@10 went 0.48 / 0.81 / 0.60 -> 0.63 / 0.85 / 0.74 and agent problems 0.55 / 0.64 / 0.61
+# -> 0.64 / 0.73 / 0.66; every other kind kept its figures, and tests/data/relevance.json's
+# paraphrases went 0.80 -> 0.87 hit@5. 10 pages did as well on the dev half but let a
+# paraphrase of that suite slip a place; 20 cost other-language questions (Spanish and
+# Portuguese ones in ASCII) a hit. The cost: long questions' p50 about 2x (bench_search).
+PASSAGE_POOL = 15
 # How many candidates a search fetches before a `where` filter, at most, before it asks the
 # store for every page that passes the filter and searches among those alone.
 _MAX_CANDIDATES = 4000
@@ -287,11 +296,57 @@ def _rank(
         every = builder.all_of(terms)
         if every is not None:
             _add(hits, seen, _page(raw, searcher, every, limit, where, builder), floor=None)
-    if len(hits) < limit and either is not None:
+    english = _english_question(terms)
+    need = max(limit, PASSAGE_POOL) if english else limit
+    if len(hits) < need and either is not None:
         floor = (hits[-1].score if hits else 1.0) if len(terms) < LONG_QUERY else None
-        rows = _page(raw, searcher, either, limit + len(hits), where, builder)
+        rows = _page(raw, searcher, either, need + len(hits), where, builder)
         _add(hits, seen, rows, floor=floor)
+    if english:
+        hits = _best_passage_first(raw, index, searcher, hits[:need], terms)
     return _untranslated_first(searcher, builder, hits[:limit], terms)
+
+
+def _english_question(terms: list[lexical.Term]) -> bool:
+    """Whether the query is a long one in ASCII words (a question or a problem described):
+    short queries (keywords, identifiers) rank well on the page as a whole, and the index's
+    stemmer is English."""
+    return len(terms) >= LONG_QUERY and all(
+        not t.grams and " ".join(t.plain).isascii() for t in terms
+    )
+
+
+def _best_passage_first(
+    raw: Any,
+    index: TextIndex,
+    searcher: ShardSearcher,
+    hits: list[DocumentHit],
+    terms: list[lexical.Term],
+) -> list[DocumentHit]:
+    """`hits` with its first PASSAGE_POOL pages re-ranked by their best passage too
+    (mirror.search.passages); positions keep their ranks and scores."""
+    pool = hits[:PASSAGE_POOL]
+    if len(pool) < 2:
+        return hits
+    typed = [w for t in terms for w in t.plain]
+    stems = dict.fromkeys(s for w in typed for s in index.analyze(w)[:1])
+    total = searcher.num_docs
+    weights = {s: passages.idf(total, searcher.doc_freq("body", s)) for s in stems}
+    names = [h.name for h in pool]
+    rows = raw.execute(_CONTENT.format(marks=", ".join("?" * len(names))), names).fetchall()
+    found = {name: inflate(content) or "" for name, content in rows}
+
+    def stem(word: str) -> str | None:
+        return next(iter(index.analyze(word)), None)
+
+    contents = [found.get(n, "") for n in names]
+    best = passages.best_passages(contents, weights, [*stems, *typed], stem)
+    order = passages.reordered([-h.rank for h in pool], best)
+    ranked = [
+        DocumentHit(pool[i].name, place.rank, place.score)
+        for i, place in zip(order, pool, strict=True)
+    ]
+    return ranked + hits[PASSAGE_POOL:]
 
 
 def _add(
