@@ -52,8 +52,7 @@ def export(
     as_json: bool,
     **given: Any,
 ) -> None:
-    """Export the mirrored docs to OUT for other readers: md, a static site with search, llms.txt,
-    a Dash/Zeal docset or a ZIM file for Kiwix (see README).
+    """Export the docs for other readers: md, site (with search), llms, docset (Dash/Zeal), zim.
 
     Re-running rewrites only the files whose bytes changed and removes the files of pages no
     longer selected (only files an export wrote). For zim, OUT is one .zim file, rewritten

@@ -95,8 +95,7 @@ LAZY = {
     "export": Lazy(
         "exports",
         "export",
-        "Export the docs for other readers: md, a static site with search, llms.txt, a Dash/Zeal "
-        "docset.",
+        "Export the docs for other readers: md, site (with search), llms, docset (Dash/Zeal), zim.",
     ),
     "export-md": Lazy(
         "exports",
