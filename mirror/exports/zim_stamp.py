@@ -134,8 +134,14 @@ def _blob_start(file: BinaryIO, cluster_at: int, blob: int, name: str) -> int:
     if info & 0x0F not in _UNCOMPRESSED:
         raise _Unexpected(f"the Xapian entry {name} is compressed")
     size = 8 if info & _EXTENDED else 4
-    offsets = _read(file, cluster_at + 1 + size * blob, 2 * size)
-    begin, end = struct.unpack("<QQ" if size == 8 else "<II", offsets)
+    unpack = struct.Struct("<QQ" if size == 8 else "<II").unpack
+    # The first offset is the size of the offset table: one offset per blob, and the end.
+    first: int = unpack(_read(file, cluster_at + 1, 2 * size))[0]
+    if blob + 1 >= first // size:
+        raise _Unexpected(f"the Xapian entry {name} points past its cluster")
+    begin: int
+    end: int
+    begin, end = unpack(_read(file, cluster_at + 1 + size * blob, 2 * size))
     if end - begin < _GLASS_UUID_AT + 16:
         raise _Unexpected(f"the Xapian entry {name} is too short")
     return cluster_at + 1 + begin
