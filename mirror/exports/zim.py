@@ -17,10 +17,10 @@ Tags, Scraper, the 48x48 Illustration Kiwix asks for, and X-ContentDigest, which
 compares to skip a re-export with no change.
 
 Determinism: entries are added in name order and libzim sorts them by path, so two exports of
-the same pages hold the same entries with the same bytes and the same metadata. The files are
-not byte-identical: libzim gives each file a random UUID (its header; the python binding
-cannot set it), the Xapian databases of the two indexes carry UUIDs of their own, and the
-checksum at the end covers them.
+the same pages hold the same entries with the same bytes and the same metadata. libzim also
+writes random bytes (the file's uuid, which the Python binding cannot set, and the uuids of the
+two Xapian indexes, all covered by the checksum at the end): zim_stamp.py replaces them with
+uuids derived from the content digest, so two exports of the same pages are byte-identical.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..errors import InvalidInput
 from ..timestamps import canonical_timestamp, instant_key
-from . import attribution, site
+from . import attribution, site, zim_stamp
 from .base import Entry, Pages
 
 if TYPE_CHECKING:
@@ -139,6 +139,11 @@ class ZimExport:
             out.illustration(ILLUSTRATION_SIZE, _illustration())
             for item in self._entries(pages, renderer):
                 out.add(item)
+        unstamped = zim_stamp.stamp(target, digest)
+        if unstamped:
+            self.notes.append(
+                f"the ZIM is valid but not byte-identical to another export: {unstamped}"
+            )
 
     def _entries(self, pages: Pages, renderer: site.PageRenderer) -> Iterator[zim_archive.Blob]:
         blob = self._zim.Blob
