@@ -373,7 +373,8 @@ class Store(Searching, SymbolIndex):
         )
         conn.execute(self._upsert, batch.rows)
         index.reindex(conn, changed, batch.entries)
-        symbols.replace(conn, changed)  # a page's symbols change with its content, never later
+        # A page's symbols change with its content, never later.
+        symbols.replace(conn, changed, batch.symbol_rows)
         names = [doc.name for doc in changed]
         vectors.forget(conn, names)
         changes.append(conn, events)  # last: see turns.take_log

@@ -7,7 +7,7 @@ the extraction rules change).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, text
@@ -40,13 +40,23 @@ def rows_of(name: str, content: str | None) -> list[dict[str, Any]]:
     ]
 
 
-def replace(conn: Connection, docs: Sequence[Document]) -> None:
-    """Make the rows of `docs` those their content gives now (none for a page without)."""
+def replace(
+    conn: Connection,
+    docs: Sequence[Document],
+    ready: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> None:
+    """Make the rows of `docs` those their content gives now (none for a page without);
+    `ready`: rows already derived, by page name (the others are derived here)."""
+    ready = ready or {}
     names = [doc.name for doc in docs]
     for start in range(0, len(names), _CHUNK):
         part = names[start : start + _CHUNK]
         conn.execute(delete(symbols).where(symbols.c.source.in_(part)))
-    rows = [row for doc in docs for row in rows_of(doc.name, doc.content)]
+    rows = [
+        row
+        for doc in docs
+        for row in (ready[doc.name] if doc.name in ready else rows_of(doc.name, doc.content))
+    ]
     if rows:
         conn.execute(insert(symbols), rows)
 
