@@ -12,7 +12,8 @@ import html
 import re
 from dataclasses import dataclass
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+from ..render.fences import outside_fences
+
 _CANDIDATE = re.compile(r"^[ \t]{0,3}(?:#|`{3}|~{3}).*$", re.MULTILINE)
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _IAL = re.compile(r"\s*\{:\s*([^}]*)\}\s*$")
@@ -74,18 +75,8 @@ def headings(markdown: str) -> list[Heading]:
     """Every ATX heading outside code fences, in order, with the renderer's anchors."""
     out: list[Heading] = []
     seen: set[str] = set()
-    fence: str | None = None
     # Only fence and heading lines matter; one scan finds them (most lines are neither).
-    for found in _CANDIDATE.finditer(markdown):
-        line = found.group(0)
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-            continue
+    for line in outside_fences(found.group(0) for found in _CANDIDATE.finditer(markdown)):
         match = _ATX.match(line)
         if not match:
             continue

@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+from ..render.fences import outside_fences
+
 _ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _ATTRS = re.compile(r"\s*\{:?\s*([^}]*)\}\s*$")
 _ATTR_ID = re.compile(r"#([\w-]+)")
@@ -26,16 +27,7 @@ class Heading:
 
 def headings(markdown: str) -> Iterator[Heading]:
     """The page's headings in order; lines inside fenced code blocks are never headings."""
-    fence: str | None = None
-    for line in markdown.splitlines():
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-            continue
+    for line in outside_fences(markdown.splitlines()):
         if line.lstrip().startswith("#"):
             atx = _ATX.match(line)
             if atx:
