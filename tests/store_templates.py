@@ -12,8 +12,12 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from mirror.service import Mirror
 
 # Builds a store at the SQLite URL it is given (and closes whatever it opened).
 Build = Callable[[str], None]
@@ -60,3 +64,19 @@ def import_sample(db_url: str) -> None:
 def store_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreTemplates]:
     """The session's store templates (one set per xdist worker)."""
     yield StoreTemplates(tmp_path_factory.mktemp("store-templates"))
+
+
+@pytest.fixture
+def sample_url(tmp_path: Path, store_templates: StoreTemplates) -> str:
+    """A copy of the store holding the 50 sample documents (SQLite), for this test alone."""
+    return store_templates.copy("sample", import_sample, tmp_path / "store.sqlite3")
+
+
+@pytest.fixture
+def sample(sample_url: str) -> Iterator[Mirror]:
+    """The sample store, opened offline."""
+    from mirror.config import Settings
+    from mirror.service import Mirror as Opened
+
+    with Opened(Settings(db_url=sample_url, offline=True)) as mirror:
+        yield mirror

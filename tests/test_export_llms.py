@@ -4,27 +4,16 @@ every page once to a file that exists, and an llms-full.txt of whole pages under
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
 import pytest
 
-from mirror.config import Settings
 from mirror.errors import InvalidInput
 from mirror.service import Mirror
 from mirror.snapshots.mdpaths import relative_path
 
-from .store_templates import StoreTemplates, import_sample
-
 LINK = re.compile(r"^- \[(?:[^\]\\]|\\.)+\]\(([^)]+)\)", re.MULTILINE)
-
-
-@pytest.fixture
-def sample(tmp_path: Path, store_templates: StoreTemplates) -> Iterator[Mirror]:
-    url = store_templates.copy("sample", import_sample, tmp_path / "store.sqlite3")
-    with Mirror(Settings(db_url=url, offline=True)) as mirror:
-        yield mirror
 
 
 def test_llms_txt_links_every_page_once_to_its_markdown(sample: Mirror, tmp_path: Path) -> None:

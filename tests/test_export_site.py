@@ -27,17 +27,6 @@ ONE_PROCESS = {"workers": 1}
 _REF = re.compile(r'<(?:a|link|script)\b[^>]*?\b(?:href|src)="([^"]*)"')
 
 
-@pytest.fixture
-def sample_url(tmp_path: Path, store_templates: StoreTemplates) -> str:
-    return store_templates.copy("sample", import_sample, tmp_path / "store.sqlite3")
-
-
-@pytest.fixture
-def sample(sample_url: str) -> Iterator[Mirror]:
-    with Mirror(Settings(db_url=sample_url, offline=True)) as mirror:
-        yield mirror
-
-
 @pytest.fixture(scope="module")
 def site(
     store_templates: StoreTemplates, tmp_path_factory: pytest.TempPathFactory

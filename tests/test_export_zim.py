@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -61,17 +60,6 @@ def _change(url: str, name: str, content: str) -> None:
         store.put([replace(doc, content=content)], fetched_at=2e9, upstream="test")
     finally:
         store.close()
-
-
-@pytest.fixture
-def sample_url(tmp_path: Path, store_templates: StoreTemplates) -> str:
-    return store_templates.copy("sample", import_sample, tmp_path / "store.sqlite3")
-
-
-@pytest.fixture
-def sample(sample_url: str) -> Iterator[Mirror]:
-    with Mirror(Settings(db_url=sample_url, offline=True)) as mirror:
-        yield mirror
 
 
 @pytest.fixture(scope="module")

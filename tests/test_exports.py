@@ -5,33 +5,16 @@ longer selected (and of nothing else), the notice, the summary, and its errors."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from mirror.cli.main import cli
-from mirror.config import Settings
 from mirror.exports.writer import MANIFEST
 from mirror.service import Mirror
 from mirror.snapshots import lockfile, mdpaths
 from mirror.store.store import Store
-
-from .store_templates import StoreTemplates, import_sample
-
-
-@pytest.fixture
-def sample_url(tmp_path: Path, store_templates: StoreTemplates) -> str:
-    """A copy of the store holding the 50 sample documents."""
-    return store_templates.copy("sample", import_sample, tmp_path / "store.sqlite3")
-
-
-@pytest.fixture
-def sample(sample_url: str) -> Iterator[Mirror]:
-    with Mirror(Settings(db_url=sample_url, offline=True)) as mirror:
-        yield mirror
 
 
 def _tree(root: Path) -> dict[str, bytes]:
