@@ -13,7 +13,7 @@ import argparse
 
 from bench.common import add_corpus_option, english_corpus, median, ms, timed
 from mirror.records import read_documents
-from mirror.serve.web import links, markdown_html, sanitize
+from mirror.render import links, markdown_html, sanitize
 
 
 def main() -> None:

@@ -51,9 +51,10 @@ OWNED: dict[str, tuple[str, ...]] = {
     "uvicorn": ("mirror.serve",),
     "anyio": ("mirror.serve",),
     "jinja2": ("mirror.serve",),
-    "nh3": ("mirror.serve",),
-    "markdown_it": ("mirror.serve",),
-    "pygments": ("mirror.serve",),
+    # The page renderer and sanitiser, shared by the browser and the exports.
+    "nh3": ("mirror.render",),
+    "markdown_it": ("mirror.render",),
+    "pygments": ("mirror.render",),
     # The zim extra (GPL-3.0, optional): one module writes and reads ZIM files.
     "libzim": ("mirror.exports.zim_archive",),
     # One progress bar for every command, drawn by one module.

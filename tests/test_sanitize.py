@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.serve.web import links as web_links
-from mirror.serve.web import sanitize as web_sanitize
+from mirror.render import links as web_links
+from mirror.render import sanitize as web_sanitize
 
 BASE = "https://developer.chrome.com/docs/extensions/mv3/page"
 MIRRORED = {"documents/developer.chrome.com/docs/extensions/mv3/a11y"}

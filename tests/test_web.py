@@ -18,9 +18,9 @@ from mirror.config import Settings
 from mirror.errors import StoreError
 from mirror.models import Document
 from mirror.records import read_sample
-from mirror.serve.web import links as web_links
+from mirror.render import links as web_links
+from mirror.render.markdown_html import pygments_css
 from mirror.serve.web import views as web_views
-from mirror.serve.web.markdown_html import pygments_css
 from mirror.serve.web.pages import STATIC_DIR
 from mirror.serve.web.routes import WebOptions, web_routes
 from mirror.service import Mirror
@@ -436,8 +436,8 @@ def test_a_foreign_page_token_is_a_400_on_the_search_page(client: TestClient) ->
 
 
 def test_every_tenth_corpus_document_renders_inert() -> None:
-    from mirror.serve.web import markdown_html as web_markdown
-    from mirror.serve.web import sanitize as web_sanitize
+    from mirror.render import markdown_html as web_markdown
+    from mirror.render import sanitize as web_sanitize
 
     for record in corpus_documents()[::10]:
         uri = record["uri"]

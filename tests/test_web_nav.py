@@ -16,9 +16,9 @@ from starlette.testclient import TestClient
 from mirror.config import Settings
 from mirror.models import Document
 from mirror.records import read_documents, read_sample
+from mirror.render import markdown_html
 from mirror.search.headings import headings
 from mirror.search.typeahead import Entry, TypeaheadIndex
-from mirror.serve.web import markdown_html, views
 from mirror.serve.web.routes import WebOptions, web_routes
 from mirror.service import Mirror
 from tests.conftest import seed
@@ -61,7 +61,7 @@ def test_heading_anchors_match_the_ids_the_page_gives_them() -> None:
     # Type-ahead links to #anchor without rendering the page: the anchors must be the ids.
     checked = 0
     for doc in nav_documents():
-        markdown = views.without_title(doc.content or "", doc.title)
+        markdown = markdown_html.without_title(doc.content or "", doc.title)
         html, _toc = markdown_html.render_with_toc(markdown)
         ids = re.findall(r'<h[1-6] id="([^"]*)">', html)
         assert [h.anchor for h in headings(markdown)] == ids, doc.name

@@ -1,7 +1,7 @@
 """`export site`: a static HTML site of the pages, readable from disk, a USB stick or any host.
 
 Pages are rendered and sanitised exactly as the browser of `dk-mirror serve` does
-(serve/web/markdown_html.py, sanitize.py, links.py) and styled by its stylesheets; links to
+(render/markdown_html.py, sanitize.py, links.py) and styled by its stylesheets; links to
 other exported pages become relative links, links to pages not exported point at their
 original address and are marked "not mirrored". Search is site_search.py's index, read by
 site_assets/search.js, with no server. Layout:
@@ -28,10 +28,9 @@ from typing import Any, NamedTuple
 
 from .. import names as naming
 from ..models import Document
+from ..render import links as web_links
+from ..render import markdown_html, sanitize
 from ..search.snippets import plain_text
-from ..serve.web import links as web_links
-from ..serve.web import markdown_html, sanitize
-from ..serve.web.views import without_title
 from ..snapshots.mdpaths import link_target, relative_path
 from . import attribution
 from .base import Entry, OutFile, Pages
@@ -136,7 +135,9 @@ class PageRenderer:
 
     def body(self, doc: Document, path: PurePosixPath) -> tuple[str, str]:
         """The page's sanitised HTML before and after its links are rewritten."""
-        safe = sanitize.parse(markdown_html.render(without_title(doc.content or "", doc.title)))
+        safe = sanitize.parse(
+            markdown_html.render(markdown_html.without_title(doc.content or "", doc.title))
+        )
         base = doc.uri if web_links.is_web_url(doc.uri) else naming.uri_of(doc.name)
 
         def link_for(target: str) -> web_links.Link:

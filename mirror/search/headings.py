@@ -1,7 +1,7 @@
 """The headings of a Markdown page and the anchors the browser gives them, without parsing it.
 
 Type-ahead offers headings as places to jump to, so each needs the same `id` the browser's
-renderer writes (serve/web/markdown_html): a kramdown `{: #id }` when present, else a slug of
+renderer writes (render/markdown_html): a kramdown `{: #id }` when present, else a slug of
 the heading's text, numbered `-2`, `-3` when repeated. This reads the ATX headings line by line
 outside code fences, which is all the corpus uses, at a fraction of a full parse's cost.
 """

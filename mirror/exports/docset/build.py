@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
+from importlib.resources import files
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from ...errors import InvalidInput
 from ...models import Document, data_source_of
-from ...serve.web.markdown_html import pygments_css
-from ...serve.web.pages import STATIC_DIR
+from ...render.markdown_html import pygments_css
 from ...symbols.choose import best
 from ...symbols.extract import extract
 from ...symbols.model import Symbol
@@ -140,5 +140,7 @@ def _symbol_entries(
 
 def _stylesheet() -> bytes:
     # The browser's own look: its stylesheet and the code colours.
-    css = (STATIC_DIR / "style.css").read_text(encoding="utf-8")
+    # The browser's stylesheet, read as package data: importing the web pages would pull in
+    # jinja2 and starlette for a file.
+    css = (files("mirror.serve.web") / "static" / "style.css").read_text(encoding="utf-8")
     return (css + "\n" + pygments_css()).encode()

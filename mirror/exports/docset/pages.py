@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 
 from ... import names as naming
 from ...models import Document
-from ...serve.web import links
+from ...render import links
 from .. import attribution
 from ..site import PageRenderer
 from .paths import INDEX, STYLE, href, page_path

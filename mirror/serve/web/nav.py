@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...render.links import doc_path
 from ...search.sitetree import Folder, SiteTree
-from .links import doc_path
 from .views import browse_path
 
 # Pages of one folder listed in the tree; the rest are a "more" link to the folder's page.

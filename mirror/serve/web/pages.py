@@ -9,8 +9,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.responses import HTMLResponse
 
+from ...render.links import doc_path, is_web_url
 from ...render.units import size
-from .links import doc_path, is_web_url
 from .timeline import history_url
 from .views import ago, browse_path, when
 

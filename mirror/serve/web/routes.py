@@ -22,13 +22,13 @@ from starlette.staticfiles import StaticFiles
 from ... import names as naming
 from ...errors import IndexRebuilding, InvalidInput, MirrorError, NotCached, NotFound
 from ...policy import Mode
+from ...render import links as web_links
+from ...render import markdown_html as web_markdown
+from ...render import sanitize as web_sanitize
 from ...search.snippets import plain_text
 from ..api_errors import served, status_of
 from . import change_pages
-from . import links as web_links
-from . import markdown_html as web_markdown
 from . import nav as web_nav
-from . import sanitize as web_sanitize
 from . import views as web_views
 from .pages import PAGE_HEADERS, STATIC_DIR, page
 
@@ -161,7 +161,7 @@ class _Pages:
         # Relative links resolve against the page's address, and only a web address will do.
         base_uri = doc.uri if web_links.is_web_url(doc.uri) else naming.uri_of(name)
         markup, toc = web_markdown.render_with_toc(
-            web_views.without_title(doc.content or "", doc.title)
+            web_markdown.without_title(doc.content or "", doc.title)
         )
         body = web_sanitize.parse(markup)
         # One batched lookup answers "is it mirrored?" for every link on the page.

@@ -9,7 +9,6 @@ from urllib.parse import quote
 
 from ... import names as naming
 from ...models import Summary, data_source_of
-from ...search.snippets import plain_text
 
 DAY = 86400.0
 # Upper bounds (seconds since fetch) of the age buckets; the last bucket is open-ended.
@@ -22,14 +21,6 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
 )
 # The most entries one folder page lists; a host can hold tens of thousands of pages.
 MAX_LISTED = 2000
-
-
-def without_title(markdown: str, title: str | None) -> str:
-    """The Markdown minus a leading `# Title` line that repeats the page's own heading."""
-    head, _, rest = markdown.lstrip().partition("\n")
-    if title and head.startswith("# ") and plain_text(head[2:]) == plain_text(title):
-        return rest
-    return markdown
 
 
 def when(ts: float | None) -> str:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TypeGuard
 from urllib.parse import quote, urljoin, urlsplit
 
-from ... import names as naming
-from ...errors import InvalidInput
+from .. import names as naming
+from ..errors import InvalidInput
 
 # The upstream corpus's data sources (reference, section 7). A link to one of these hosts is
 # a link to a *document* (mirrored or not); any other host is simply an external site.

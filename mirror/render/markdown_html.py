@@ -20,7 +20,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from ...search.headings import anchor_for, slug
+from ..search.headings import anchor_for, slug
+from ..search.snippets import plain_text
 
 # Pygments token classes get this prefix, so the sanitiser can tell them from a document's own
 # classes (which it drops) and our stylesheet cannot be spoofed by document markup.
@@ -264,3 +265,11 @@ def render_with_toc(markdown: str) -> tuple[str, list[tuple[int, str, str]]]:
             )
             toc.append((level, str(token.attrGet("id")), " ".join(words.split())))
     return str(md.renderer.render(tokens, md.options, {})), toc
+
+
+def without_title(markdown: str, title: str | None) -> str:
+    """The Markdown minus a leading `# Title` line that repeats the page's own heading."""
+    head, _, rest = markdown.lstrip().partition("\n")
+    if title and head.startswith("# ") and plain_text(head[2:]) == plain_text(title):
+        return rest
+    return markdown
