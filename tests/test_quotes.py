@@ -67,6 +67,9 @@ def test_a_short_sentence_is_quoted_with_the_sentences_after_it_in_its_paragraph
         ["A model is cached on disk by default.\n\nRemote storage is the other mode."], "disk"
     )
     assert lone.text == "A model is cached on disk by default."
+    # ... nor a sentence that introduces code or a list the quotation leaves out.
+    lead_in = best(["A model is cached on disk by default. Set the folder like this:"], "disk")
+    assert lead_in.text == "A model is cached on disk by default."
 
 
 def test_a_cell_of_an_html_table_is_a_paragraph_of_its_own():

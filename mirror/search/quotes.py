@@ -139,7 +139,9 @@ def best(passages: Sequence[str], question: str) -> Quote | None:
     # Too short to say much: the sentences after it in its paragraph, while they fit.
     end = start + 1
     while len(" ".join(chosen)) < MIN_CHARS and len(chosen) < MAX_SENTENCES and end < len(unit):
-        if len(" ".join([*chosen, unit[end]])) > MAX_CHARS:
+        # A sentence ending in a colon introduces what is not quoted (code, a list): it would
+        # leave the quotation hanging.
+        if len(" ".join([*chosen, unit[end]])) > MAX_CHARS or unit[end].endswith(":"):
             break
         chosen.append(unit[end])
         end += 1
