@@ -41,11 +41,13 @@ _NOISE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (re.compile(r"\{#[\s\S]{0,2000}?#\}"), " "),
     (re.compile(r"\{:[^}]*\}"), " "),
     # Link text may hold brackets of its own (`[[devtools] Use X](https://...)`), and a link
-    # target parentheses (`(https://en.wikipedia.org/wiki/Foo_(bar))`), one level deep.
+    # target parentheses (`(https://en.wikipedia.org/wiki/Foo_(bar))`), one level deep. Written
+    # as unrolled loops (a run of plain characters, then bracketed groups each followed by
+    # another run): an alternation tried per character took 3.7x as long on the corpus.
     # Images first: a linked image `[![alt](img)](href)` is then an ordinary link.
-    (re.compile(r"!\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\((?:[^()]|\([^()]*\))*\)"), r"\1"),
-    (re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\((?:[^()]|\([^()]*\))*\)"), r"\1"),
-    (re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\[[^\[\]]*\]"), r"\1"),
+    (re.compile(r"!\[([^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*)\]\([^()]*(?:\([^()]*\)[^()]*)*\)"), r"\1"),
+    (re.compile(r"\[([^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*)\]\([^()]*(?:\([^()]*\)[^()]*)*\)"), r"\1"),
+    (re.compile(r"\[([^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*)\]\[[^\[\]]*\]"), r"\1"),
     # A tag is a name right after `<` (`a < b` is not one); its attributes may be long (an
     # `<img src="data:image/jpeg;base64,...">` runs to kilobytes).
     (re.compile(r"</?([A-Za-z][\w-]*)(?:\s[^<>]*)?/?>"), _tag),
