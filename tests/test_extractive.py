@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mirror.models import Document
 from mirror.search.extractive import Passage, build
 
 A = "documents/developer.chrome.com/docs/extensions/service-workers"
@@ -77,3 +78,17 @@ def test_a_lead_page_without_a_question_word_is_quoted_from_its_opening():
     assert answer.answer_text.split("\n")[1] == (
         "Extension service workers start on events. Then they stop when idle. [1]"
     )
+
+
+def test_a_lead_page_without_prose_is_quoted_from_its_description():
+    """developer.chrome.com/docs/devtools: a title and a list of links, and a description."""
+    about = "Chrome DevTools is a set of web developer tools built directly into Chrome."
+    landing = Document(A, content="# Chrome DevTools\n\n- [Overview](/overview)", description=about)
+    passages = [
+        Passage(A, landing.content or "", landing),
+        Passage(B, "Open DevTools with Control+Shift+I to inspect the page's tools.", None),
+    ]
+    answer = build("devtools tools", passages)
+    assert answer.reference_names == [A, B]
+    assert answer.answer_text.split("\n")[1] == about + " [1]"
+    assert answer.references[0].content == about

@@ -32,9 +32,10 @@ def build(query: str, passages: Sequence[Passage]) -> Answer:
     the search's order, each page's best chunks first), then quotes up to MAX_SOURCES - 1
     further pages that hold a word of the question, each cited once, with byte offsets.
 
-    The lead is the first page with prose to quote, even when none of its sentences holds a
-    word of the question (a page ranked first by meaning, or by its title): search chose it,
-    and its opening says what it is about. A supporting quote must hold a question word.
+    The lead is the first page with prose to quote (or else a description), even when none of
+    its sentences holds a word of the question (a page ranked first by meaning, or by its
+    title): search chose it, and its opening says what it is about. A supporting quote must
+    hold a question word.
     """
     text = LABEL
     citations: list[Citation] = []
@@ -45,16 +46,22 @@ def build(query: str, passages: Sequence[Passage]) -> Answer:
     for name, group in by_document.items():
         if len(citations) >= MAX_SOURCES:
             break
-        quote = quotes.best([p.text for p in group], query)
-        if quote is None or (citations and not quote.score):
-            continue
         document = group[0].document
+        quote = quotes.best([p.text for p in group], query)
+        source = _holding(group, quote.text) if quote else ""
+        if quote is None and not citations and document and document.description:
+            # A landing page (a title and a list of links, 7% of the corpus' pages) has no
+            # prose: its description is its own summary of what it holds.
+            quote = quotes.Quote(plain_text(document.description), 0.0)
+            source = document.description
+        if quote is None or not quote.text or (citations and not quote.score):
+            continue
         index = len(references)
         references.append(
             DocumentChunk(
                 parent=name,
                 id=None,
-                content=_holding(group, quote.text),
+                content=source,
                 document=document.basic() if document else None,
             )
         )
