@@ -32,6 +32,7 @@ METRICS = r"\ball\b.*\d\.\d+ / \d\.\d+ / \d\.\d+"
 # test's own), and what its output must show. A bench added to bench/ without an entry here
 # fails test_every_bench_has_a_smoke_run.
 SMOKE: dict[str, tuple[list[str], str]] = {
+    "bench_answers": (["--no-semantic"], METRICS),
     "bench_changes": (["--events", "3000", "--rounds", "3"], RATIO),
     "bench_codec": (["--docs", "100", "--rounds", "20", "--repeat", "1"], RATIO),
     "bench_cold_get": (["--runs", "1"], RATIO),

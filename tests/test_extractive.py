@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mirror.models import Document
 from mirror.search.extractive import Passage, build
 
 A = "documents/developer.chrome.com/docs/extensions/service-workers"
@@ -42,11 +43,52 @@ def test_a_quotation_carries_no_html_or_markdown_residue():
     assert not any(residue in quoted for residue in ("<", ">", "style=", "**", "](", "&nbsp;"))
 
 
-def test_stop_words_shared_with_the_question_do_not_make_a_quotation():
+def test_the_answer_leads_with_the_first_ranked_page_even_when_another_matches_better():
     passages = [
-        Passage(A, "How to get from here to there is up to the reader of this page.", None),
-        Passage(B, "Cache responses with a network-first strategy for fresh pages.", None),
+        Passage(A, "Extension service workers wake for events and stop when idle.", None),
+        Passage(B, "Service worker events: install, activate and fetch events in order.", None),
+    ]
+    answer = build("service worker install activate fetch events", passages)
+    assert answer.reference_names == [A, B]
+    assert answer.answer_text.split("\n")[1].startswith("Extension service workers wake")
+
+
+def test_a_page_sharing_only_stop_words_gives_no_supporting_quote():
+    passages = [
+        Passage(A, "Cache pages from the network with a network-first strategy.", None),
+        Passage(B, "How to get from here to there is up to the reader of this text.", None),
     ]
     answer = build("how to cache pages from the network", passages)
-    assert [r.parent for r in answer.references] == [B]
+    assert answer.reference_names == [A]
     assert "reader" not in answer.answer_text
+
+
+def test_a_lead_page_without_a_question_word_is_quoted_from_its_opening():
+    """Search ranked it first (by meaning, or by its title): its opening says what it is."""
+    passages = [
+        Passage(
+            A,
+            "# Lifecycle\n\nExtension service workers start on events. Then they stop when idle.",
+            None,
+        ),
+        Passage(B, "Nothing about it here at all, truly nothing whatsoever.", None),
+    ]
+    answer = build("when does chrome terminate background code", passages)
+    assert answer.reference_names == [A]
+    assert answer.answer_text.split("\n")[1] == (
+        "Extension service workers start on events. Then they stop when idle. [1]"
+    )
+
+
+def test_a_lead_page_without_prose_is_quoted_from_its_description():
+    """developer.chrome.com/docs/devtools: a title and a list of links, and a description."""
+    about = "Chrome DevTools is a set of web developer tools built directly into Chrome."
+    landing = Document(A, content="# Chrome DevTools\n\n- [Overview](/overview)", description=about)
+    passages = [
+        Passage(A, landing.content or "", landing),
+        Passage(B, "Open DevTools with Control+Shift+I to inspect the page's tools.", None),
+    ]
+    answer = build("devtools tools", passages)
+    assert answer.reference_names == [A, B]
+    assert answer.answer_text.split("\n")[1] == about + " [1]"
+    assert answer.references[0].content == about

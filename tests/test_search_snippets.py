@@ -107,7 +107,7 @@ def test_a_short_chunk_is_shown_whole_with_its_punctuation(offline):
     content = "- Introduction to source maps\n- Debug your original code (with maps)."
     [snippet] = offline.snippets("source maps", [content])
     assert (
-        _joined(snippet) == "- Introduction to source maps - Debug your original code (with maps)."
+        _joined(snippet) == "• Introduction to source maps • Debug your original code (with maps)."
     )
     assert _marked(snippet) == ["source", "maps", "maps"]
 

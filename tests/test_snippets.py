@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mirror.search.snippets import best_window, plain_text
 
 
@@ -56,3 +58,68 @@ def test_plain_text_drops_html_tags_and_decodes_entities():
     assert plain_text('Trace once.<br/><div style="font-style: italic;">Note&nbsp;this.</div>') == (
         "Trace once. Note this."
     )
+
+
+# Residue once left in snippets and answers, each from a page of the corpus (abridged).
+RESIDUE = [
+    (  # developer.chrome.com/blog/new-in-chrome-62: a template comment
+        "## OpenType Variable Fonts {: #otvf }\n\n"
+        "{# TODO(petele): video element, float-right, auto-play #}\nTraditionally, one font",
+        "OpenType Variable Fonts — Traditionally, one font",
+    ),
+    (  # developer.chrome.com/articles/css-color-mix: a template tag over several lines
+        '<figure>\n  {% Img\n    src="image/vS06HQ1YTsbMKSFTIPl2iogUQP73/iaoqyLqPgCpCZp54NUpY.png",'
+        '\n    alt="7 color spaces", width="800", height="200" %}\n</figure>\nMixing black and white',
+        "Mixing black and white",
+    ),
+    (  # developer.chrome.com/404: HTML comments
+        "<!--lint disable first-heading-level-->\n# Aw, Snap!\n"
+        "<!--lint enable first-heading-level-->\n\nWe couldn't find that page.",
+        "Aw, Snap! — We couldn't find that page.",
+    ),
+    (  # developer.chrome.com/blog/faster-devtools-startup: brackets inside a link's text
+        "2. [CL 2442012: [devtools] Use `ExecuteJavaScriptMethod` in DevTools]"
+        "(https://chromium-review.googlesource.com/c/chromium/src/+/2442012)",
+        "2. CL 2442012: [devtools] Use ExecuteJavaScriptMethod in DevTools",
+    ),
+    (  # developer.chrome.com/docs/devtools/console/api: brackets inside a reference link
+        "Call [`console.countReset([label])`][8] to reset the count.",
+        "Call console.countReset([label]) to reset the count.",
+    ),
+    (  # developer.chrome.com/articles/idle-detection: a Markdown table
+        "| Step                                     | Status                   |\n"
+        "| ---------------------------------------- | ------------------------ |\n"
+        "| 1. Create explainer                      | [Complete][explainer]    |",
+        "Step · Status 1. Create explainer · Complete",
+    ),
+    (  # developer.chrome.com/blog/chips-origin-trial: a backslash line break
+        "will not be able to read nor write partitioned cookies.\\\n"
+        "The CHIPS origin trial is currently not supported in service workers.",
+        "will not be able to read nor write partitioned cookies. The CHIPS origin trial is "
+        "currently not supported in service workers.",
+    ),
+    (  # developer.chrome.com/articles/authenticate-secure-payment-confirmation: list bullets
+        "   *  If the RP wishes the merchant to use SPC, the RP responds.\n"
+        "   *  If an authentication is not needed, the merchant can continue.",
+        "• If the RP wishes the merchant to use SPC, the RP responds. • If an authentication is "
+        "not needed, the merchant can continue.",
+    ),
+    (  # tensorflow.org/hub/model_compatibility: inline tags leave no space before punctuation
+        'per the <a href="https://www.tensorflow.org/guide/migrate#using_a_custom_model_fn">custom '
+        'model_fn guide</a>.\n      <br/><div style="font-style: italic; font-size: 14px;">\n'
+        '        Note: hub.KerasLayer <span style="font-weight: bold;">does not</span>\n'
+        "        fill in graph collections",
+        "per the custom model_fn guide. Note: hub.KerasLayer does not fill in graph collections",
+    ),
+    (  # developer.chrome.com/articles/css-layout-gets-smarter-with-calc: an 8 KB inline image
+        "If it had a background color of green it\u2019d look like:\n\n"
+        '<img src="data:image/jpeg;base64,' + "/9j/4AAQSkZJRgABAQEASABIAAD" * 40 + '" alt="">\n\n'
+        "and if you shrunk the parent size",
+        "If it had a background color of green it\u2019d look like: and if you shrunk the parent size",
+    ),
+]
+
+
+@pytest.mark.parametrize(("markdown", "prose"), RESIDUE)
+def test_corpus_markup_leaves_no_residue(markdown, prose):
+    assert plain_text(markdown) == prose

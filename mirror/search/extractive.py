@@ -6,20 +6,16 @@ agent reading only `answerText` (e.g. over MCP) is not misled into taking it for
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..models import Answer, Citation, Document, DocumentChunk
-from .lexical import STOPWORDS, stem_key
+from . import quotes
 from .snippets import plain_text
 
 LABEL = "Extractive answer (offline: quoted from the local mirror, not generated):"
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Markdown noise that makes a poor quotation.
-_MARKUP = re.compile(r"^\s*(?:[#>*\-]+|\d+\.)\s*|\{%.*?%\}|!\[[^\]]*\]\([^)]*\)")
-MAX_SENTENCES = 3
+# How many pages an answer quotes: the first-ranked one, then supporting quotes.
+MAX_SOURCES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,34 +27,16 @@ class Passage:
     document: Document | None
 
 
-def words(text: str) -> set[str]:
-    """The stem keys of a text's words but stop words (a sentence sharing "to" and "the"
-    with a question does not answer it)."""
-    return {stem_key(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS}
-
-
-def _best_sentence(text: str, wanted: set[str]) -> tuple[int, str]:
-    best = (0, "")
-    for raw in _SENTENCE.split(text):
-        stripped = _MARKUP.sub("", raw).strip()
-        if stripped.startswith(("```", "|")):
-            continue
-        sentence = plain_text(stripped)  # no HTML or Markdown left in a quotation
-        if not 20 <= len(sentence) <= 400:
-            continue
-        score = len(words(sentence) & wanted)
-        if score > best[0]:
-            best = (score, sentence)
-    return best
-
-
 def build(query: str, passages: Sequence[Passage]) -> Answer:
-    """An Answer quoting the best-matching sentence of each document, with byte-offset citations.
+    """An Answer that leads with the best passage of the page ranked first (`passages` come in
+    the search's order, each page's best chunks first), then quotes up to MAX_SOURCES - 1
+    further pages that hold a word of the question, each cited once, with byte offsets.
 
-    Several passages of one document count as one source: each document is quoted and cited
-    at most once, from whichever of its passages has the best sentence.
+    The lead is the first page with prose to quote (or else a description), even when none of
+    its sentences holds a word of the question (a page ranked first by meaning, or by its
+    title): search chose it, and its opening says what it is about. A supporting quote must
+    hold a question word.
     """
-    wanted = words(query)
     text = LABEL
     citations: list[Citation] = []
     references: list[DocumentChunk] = []
@@ -66,28 +44,42 @@ def build(query: str, passages: Sequence[Passage]) -> Answer:
     for passage in passages:
         by_document.setdefault(passage.name, []).append(passage)
     for name, group in by_document.items():
-        if len(citations) >= MAX_SENTENCES:
+        if len(citations) >= MAX_SOURCES:
             break
-        scored = [(_best_sentence(p.text, wanted), i) for i, p in enumerate(group)]
-        # Best score first; on a tie the better-ranked (earlier) passage.
-        (score, sentence), best = max(scored, key=lambda item: (item[0][0], -item[1]))
-        if not score:
+        document = group[0].document
+        quote = quotes.best([p.text for p in group], query)
+        source = _holding(group, quote.text) if quote else ""
+        if quote is None and not citations and document and document.description:
+            # A landing page (a title and a list of links, 7% of the corpus' pages) has no
+            # prose: its description is its own summary of what it holds.
+            quote = quotes.Quote(plain_text(document.description), 0.0)
+            source = document.description
+        if quote is None or not quote.text or (citations and not quote.score):
             continue
-        passage = group[best]
         index = len(references)
         references.append(
             DocumentChunk(
                 parent=name,
                 id=None,
-                content=passage.text,
-                document=passage.document.basic() if passage.document else None,
+                content=source,
+                document=document.basic() if document else None,
             )
         )
         text += "\n"
-        start = len(text.encode("utf-8"))
-        text += sentence
-        citations.append(Citation(start, len(text.encode("utf-8")), (index,)))
+        begin = len(text.encode("utf-8"))
+        text += quote.text
+        citations.append(Citation(begin, len(text.encode("utf-8")), (index,)))
         text += f" [{index + 1}]"
     if not citations:
         text += "\nNothing in the local mirror matches this question."
     return Answer(text, tuple(citations), tuple(references))
+
+
+def _holding(group: Sequence[Passage], quoted: str) -> str:
+    """The chunk a quotation came from (its reference's content): the first of the page's
+    passages that holds the quotation's first words, else its best passage."""
+    opening = " ".join(quoted.split()[:4])
+    for passage in group:
+        if opening in " ".join(plain_text(passage.text).split()):
+            return passage.text
+    return group[0].text

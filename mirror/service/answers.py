@@ -19,6 +19,7 @@ from .context import Context
 
 if TYPE_CHECKING:
     from ..store.tables.recorded import RecordedAnswer
+    from ..store.textindex.ranking import DocumentHit
 
 QUOTA_BUCKET = "answerQuery"
 # How many local hits an extractive answer may quote from.
@@ -193,13 +194,13 @@ def _recorded(ctx: Context, recorded: RecordedAnswer) -> AnswerResult:
 
 def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerResult:
     # The pages in the order `search --offline` ranks them (hybrid when the semantic tier is
-    # on), each with its best chunks: the answer quotes the page search ranks first first.
+    # on, the page naming an API first), each with its best chunks: the answer leads with
+    # the page search ranks first.
     from . import search
 
-    ranking = search.hybrid_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
-    if ranking is None:
-        ranking = search.lexical_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
-    chunks, _ = search.grouped_page(ctx, query, ranking, offset=0, size=EXTRACT_FROM)
+    chunks, _ = search.grouped_page(
+        ctx, query, ranked(ctx, query, node), offset=0, size=EXTRACT_FROM
+    )
     cached = ctx.store.get_many(list(dict.fromkeys(c.parent for c in chunks)))
     passages = [
         extractive.Passage(
@@ -212,3 +213,14 @@ def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerRe
         Source.EXTRACTIVE,
         warnings=["no recorded answer: quoted the local mirror instead"],
     )
+
+
+def ranked(ctx: Context, query: str, node: filters.Node | None) -> list[DocumentHit]:
+    """The pages an extractive answer quotes from, best first: `search --offline`'s ranking
+    (service.search._local), so the answer's first citation is search's first result."""
+    from . import search
+
+    ranking = search.hybrid_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
+    if ranking is None:
+        ranking = search.lexical_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
+    return search.symbol_first(ctx, query, ranking, node)

@@ -1,0 +1,148 @@
+"""The passage of a page that best answers a question: a few consecutive sentences of prose.
+
+Pure functions, no store. A passage never crosses a paragraph, and headings, code, tables and
+template tags are never quoted: a heading read out as if it were a sentence ("Caching model
+downloads from TF Hub") names a topic, it does not answer anything.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .lexical import query_terms, stem_key
+from .snippets import BULLET, plain_text
+
+# At most this many consecutive sentences, and this many characters, in one quotation.
+MAX_SENTENCES = 3
+MAX_CHARS = 500
+# A quotation shorter than this takes the sentences after it in its paragraph (up to the
+# limits above): one short sentence alone rarely says enough to answer.
+MIN_CHARS = 160
+# A sentence shorter than this is a label or a fragment ("Note:", "Example"), not prose.
+MIN_SENTENCE = 20
+
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)")
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}(?:[ \t]|$)")
+# A thematic break or a setext heading's underline: both end a paragraph.
+_RULE = re.compile(r"^[ \t]*(?:-{3,}|\*{3,}|_{3,}|={3,})[ \t]*$")
+_TABLE = re.compile(r"^[ \t]*\|")
+# A list item starts a paragraph of its own: items are separate statements.
+_ITEM = re.compile(r"^[ \t]*(?:[*+-]|\d+[.)])[ \t]+")
+# Sentence ends: `.`, `!` or `?` before a space and a word that does not start in lower case
+# (so "e.g. a cache" stays whole), or a CJK full stop, which needs no space after it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^\sa-z])|(?<=[\u3002\uff01\uff1f])\s*")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A passage to quote: its plain text and how well it covers the question (0: no word)."""
+
+    text: str
+    score: float
+
+
+def paragraphs(markdown: str) -> list[str]:
+    """A chunk's prose paragraphs as plain text: no headings, fenced code, tables or rules
+    (lines of HTML and template tags are reduced by plain_text, and vanish when that is all
+    they held)."""
+    out: list[str] = []
+    lines: list[str] = []
+    fenced = False
+
+    def close() -> None:
+        text = plain_text("\n".join(lines)).removeprefix(BULLET)
+        if text:
+            out.append(text)
+        lines.clear()
+
+    for line in markdown.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            close()
+        elif fenced:
+            continue
+        elif not line.strip() or _HEADING.match(line) or _RULE.match(line) or _TABLE.match(line):
+            close()
+        elif not plain_text(line):
+            # Only tags (`</td>`, `<br/><div ...>`) or a template tag: in the corpus' HTML
+            # tables and figures each such line ends a cell or a block.
+            close()
+        else:
+            if _ITEM.match(line):
+                close()
+            lines.append(line)
+    close()
+    return out
+
+
+def sentences(paragraph: str) -> list[str]:
+    """The sentences of one paragraph of plain text."""
+    return [s.strip() for s in _SENTENCE_END.split(paragraph) if s.strip()]
+
+
+def _is_prose(sentence: str) -> bool:
+    # Code that escaped its fence (indented blocks, code inside HTML) is mostly punctuation.
+    letters = sum(1 for c in sentence if c.isalpha() or c.isspace())
+    return MIN_SENTENCE <= len(sentence) <= MAX_CHARS and letters >= 0.75 * len(sentence)
+
+
+def question_keys(question: str) -> list[str]:
+    """The keys a question's words are found by: stem keys of its terms, stop words out,
+    CJK words as bigrams (lexical.query_terms, as the chunk scorer counts them)."""
+    terms = query_terms(question)
+    return list(dict.fromkeys(stem_key(p) for t in terms for p in (t.parts or (t.text,))))
+
+
+def _finder(key: str) -> re.Pattern[str]:
+    # A key is a word's start ("cach" finds "caching"), except in scripts written without
+    # spaces, where a bigram may sit anywhere in a run of characters.
+    if _CJK.search(key):
+        return re.compile(re.escape(key))
+    return re.compile(r"(?<!\w)" + re.escape(key))
+
+
+def best(passages: Sequence[str], question: str) -> Quote | None:
+    """The best quotation for `question` among the Markdown `passages` (chunks of one page):
+    the prose sentence whose question words, each weighted by how few of the page's sentences
+    hold it, weigh most (on a tie the one holding them more often, then the earlier), with the
+    sentences after it in its paragraph while the quotation is short (MIN_CHARS). With no
+    question word anywhere, the page's first prose sentences (score 0). None when the
+    passages hold no prose at all."""
+    units = [
+        [s for s in sentences(p) if _is_prose(s)] for text in passages for p in paragraphs(text)
+    ]
+    units = [u for u in units if u]
+    if not units:
+        return None
+    finders = [_finder(k) for k in question_keys(question)]
+    # For each sentence, how often it holds each question key.
+    counts = [[[len(f.findall(s.casefold())) for f in finders] for s in unit] for unit in units]
+    total = sum(len(u) for u in units)
+    having = [sum(1 for u in counts for c in u if c[i]) for i in range(len(finders))]
+    weight = [math.log(1 + total / n) if n else 0.0 for n in having]
+    # The best sentence so far: its rank (larger is better: the weight of the keys it holds,
+    # then how many times it holds them, then the earlier) and where it is.
+    rank: tuple[float, int, int, int] = (0.0, 0, 0, 0)
+    u, start = 0, 0
+    for here, paragraph in enumerate(counts):
+        for first, held in enumerate(paragraph):
+            score = sum(w for w, c in zip(weight, held, strict=True) if c)
+            candidate = (score, sum(held), -here, -first)
+            if score > 0 and candidate > rank:
+                rank, u, start = candidate, here, first
+    unit = units[u]
+    chosen = [unit[start]]
+    # Too short to say much: the sentences after it in its paragraph, while they fit.
+    end = start + 1
+    while len(" ".join(chosen)) < MIN_CHARS and len(chosen) < MAX_SENTENCES and end < len(unit):
+        # A sentence ending in a colon introduces what is not quoted (code, a list): it would
+        # leave the quotation hanging.
+        if len(" ".join([*chosen, unit[end]])) > MAX_CHARS or unit[end].endswith(":"):
+            break
+        chosen.append(unit[end])
+        end += 1
+    return Quote(" ".join(chosen), rank[0])
