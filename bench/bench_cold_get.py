@@ -11,7 +11,8 @@ them (the lexical tier alone). Questions rotate through QUESTIONS, so no run rep
 With --compare DIR, every dk-mirror side also runs from the checkout in DIR (e.g. a clone of
 main at the commit before a change), interleaved with the rest: a before/after in one run.
 
-Usage: python -m bench.bench_cold_get [--runs N] [--corpora [--corpus DIR]] [--compare DIR]
+Usage: python -m bench.bench_cold_get [--runs N] [--corpora [--corpus DIR] [--stores DIR]]
+       [--compare DIR]
 Targets: issue 10, item 4: get, search and --help each at most 0.4x the baseline, none of the
 heavy modules imported (onnxruntime only by a search with vectors); issue 27, item 6: a cold
 search with vectors on the corpora store at most 250 ms at p50 on the 2-core dev machine.
@@ -66,10 +67,12 @@ QUESTIONS = (
 )
 
 
-def wall(cmd: list[str], env: dict[str, str]) -> float:
+def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
     """Wall seconds of one fresh process."""
     start = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return time.perf_counter() - start
 
 
@@ -98,11 +101,12 @@ def prepare_stores(
         url = f"sqlite:///{folder / 'sample.sqlite3'}"
         _run(["import", "--sample"], {**env, "DK_MIRROR_DB": url})
         return {"sample": url}
-    lexical = folder / "lexical.sqlite3"
+    lexical, hybrid = folder / "lexical.sqlite3", folder / "hybrid.sqlite3"
+    if lexical.is_file() and hybrid.is_file():  # --stores: made by an earlier run
+        return {"lexical": f"sqlite:///{lexical}", "hybrid": f"sqlite:///{hybrid}"}
     for name in CORPUS_FILES:
         path = str(corpus_file(name, corpus))
         _run(["import", path], {**env, "DK_MIRROR_DB": f"sqlite:///{lexical}"})
-    hybrid = folder / "hybrid.sqlite3"
     _copy_store(lexical, hybrid)
     print("embedding the corpus (dk-mirror index update) ...", file=sys.stderr)
     _run(["index", "update"], {**env, "DK_MIRROR_DB": f"sqlite:///{hybrid}"})
@@ -134,6 +138,9 @@ def main() -> None:
         "--corpora", action="store_true", help="the shared corpus in one store, with vectors"
     )
     parser.add_argument("--compare", metavar="DIR", help="also run the checkout in DIR")
+    parser.add_argument(
+        "--stores", metavar="DIR", help="keep the corpora stores in DIR, and reuse them there"
+    )
     add_corpus_option(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -142,7 +149,9 @@ def main() -> None:
         # An installed dk-mirror runs from bytecode: without .pyc files this would time the
         # compiler on every start (the warm-up runs below write them).
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        stores = prepare_stores(Path(tmp), env, corpora=args.corpora, corpus=args.corpus)
+        kept = Path(args.stores) if args.stores and args.corpora else Path(tmp)
+        kept.mkdir(parents=True, exist_ok=True)
+        stores = prepare_stores(kept, env, corpora=args.corpora, corpus=args.corpus)
         # The command installed beside this Python (not the first on PATH: a pyenv shim or
         # another install would time other code); with --compare, both sides start the same
         # way, so the difference is the code's.
@@ -155,6 +164,8 @@ def main() -> None:
         checkouts = {"": (ours, env)}
         if args.compare:
             # The other checkout first on the path: `python -m mirror` then runs its code.
+            # (Every side runs in the temporary folder: `-m` puts the working folder before
+            # PYTHONPATH, so run from a checkout both sides would run that checkout.)
             other = {**env, "PYTHONPATH": str(Path(args.compare).resolve())}
             checkouts[f" [{Path(args.compare).name}]"] = ([sys.executable, "-m", "mirror"], other)
         sides: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -169,7 +180,9 @@ def main() -> None:
         for run in range(3 + args.runs):  # 3 to warm the page cache and .pyc files
             question = next(questions)
             for label, (cmd, side_env) in sides.items():
-                took = wall([part.replace("{question}", question) for part in cmd], side_env)
+                took = wall(
+                    [part.replace("{question}", question) for part in cmd], side_env, Path(tmp)
+                )
                 if run >= 3:
                     times[label].append(took)
         heavy = {}
