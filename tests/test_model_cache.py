@@ -25,14 +25,19 @@ TEXTS = [
 
 def _loaded(*, quick: bool = False) -> tuple[model.Embedder, np.ndarray]:
     embedder = model.Embedder(quick_start=quick)
-    return embedder, embedder.embed(TEXTS)
+    vectors = embedder.embed(TEXTS)
+    if embedder.cache_writer is not None:
+        embedder.cache_writer.join(timeout=120)  # written beside the embedding
+    return embedder, vectors
 
 
 def _where() -> Path:
     import onnxruntime
 
     embedder = model.Embedder()
-    return cache.folder(embedder._original(), embedder._version(), onnxruntime.__version__)
+    return cache.folder(
+        embedder._original(), embedder._version(), onnxruntime.__version__, cache.root()
+    )
 
 
 def test_the_first_load_writes_the_cache_and_the_next_loads_it_with_the_same_vectors() -> None:
@@ -54,7 +59,7 @@ def test_a_quick_start_writes_the_cache_only_when_asked() -> None:
     quick, _ = _loaded(quick=True)
     assert not quick.cached and not _where().exists()  # its query waited for no write
     quick.write_cache()
-    assert cache.find(quick._original(), quick._version(), _runtime()) is not None
+    assert cache.find(quick._original(), quick._version(), _runtime(), cache.root()) is not None
 
 
 def _runtime() -> str:
@@ -108,7 +113,9 @@ def test_writers_at_once_leave_one_whole_cache() -> None:
     original, version = embedder._original(), embedder._version()
     found: list[Path | None] = []
     writers = [
-        threading.Thread(target=lambda: found.append(cache.write(original, version, onnxruntime)))
+        threading.Thread(
+            target=lambda: found.append(cache.write(original, version, onnxruntime, cache.root()))
+        )
         for _ in range(2)
     ]
     for writer in writers:
@@ -116,5 +123,5 @@ def test_writers_at_once_leave_one_whole_cache() -> None:
     for writer in writers:
         writer.join()
     assert found == [_where() / cache.GRAPH] * 2
-    assert cache.find(original, version, _runtime()) == _where() / cache.GRAPH
+    assert cache.find(original, version, _runtime(), cache.root()) == _where() / cache.GRAPH
     assert [p.name for p in _where().parent.iterdir()] == [_where().name]

@@ -27,9 +27,13 @@ OFFLINE = Mode(offline=True)
 
 
 @pytest.fixture
-def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No model loaded in this process yet (as in a new one); the old one is back after."""
     monkeypatch.setattr(model, "_shared", None)
+    yield
+    shared = model._shared
+    if shared is not None and shared.cache_writer is not None:
+        shared.cache_writer.join(timeout=120)  # done before this test's folders go
 
 
 def _sample_store(folder: Path, *, vectors: bool) -> str:
@@ -107,7 +111,13 @@ def test_a_store_without_vectors_loads_no_model_for_a_search(tmp_path: Path, fre
 
 
 @needs_model
-def test_searches_that_rank_without_vectors_warm_nothing(embedded: str, fresh: None) -> None:
+def test_searches_that_rank_without_vectors_warm_nothing(
+    embedded: str, fresh: None, tmp_path: Path
+) -> None:
+    nowhere = tmp_path / "not-yet.sqlite3"
+    with Mirror(Settings(db_url=f"sqlite:///{nowhere}"), reader=True) as mirror:
+        assert mirror.warm_search(QUESTION, mode=Mode(offline=False)) is False
+    assert not nowhere.exists()  # online, upstream answers: the store is not even opened
     with Mirror(Settings(db_url=embedded, offline=True), reader=True) as mirror:
         # An API name: ranked lexically (service/search.py embeds). Online: upstream answers.
         assert mirror.warm_search("chrome.storage.local.get", mode=OFFLINE) is False

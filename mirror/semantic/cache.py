@@ -35,9 +35,10 @@ MANIFEST = "manifest.json"
 STALE_SECONDS = 3600
 
 
-def _root() -> Path:
-    # Beside the other caches of dk-mirror (textindex/sqlite/folder.py): $DK_MIRROR_HOME/cache
-    # when set (tests, a self-contained install), else the platform's user cache folder.
+def root() -> Path:
+    """The folder of the caches: beside the other caches of dk-mirror (as in
+    textindex/sqlite/folder.py), $DK_MIRROR_HOME/cache when set (tests, a self-contained
+    install), else the platform's user cache folder."""
     home = os.environ.get("DK_MIRROR_HOME")
     if home:
         return Path(home).expanduser() / "cache" / "models"
@@ -46,13 +47,12 @@ def _root() -> Path:
     return Path(platformdirs.user_cache_dir("dk-mirror", appauthor=False)) / "models"
 
 
-def folder(original: Path, version: str, runtime_version: str) -> Path:
+def folder(original: Path, version: str, runtime_version: str, under: Path) -> Path:
     """Where the optimised copy of `original` (its package at `version`) for this
-    onnxruntime version lives: a new version of any (or a new file size) is a new folder,
-    never a stale graph."""
+    onnxruntime version lives in the caches folder `under`: a new version of any (or a new
+    file size) is a new folder, never a stale graph."""
     size = original.stat().st_size
-    name = f"{original.parent.name}-{version}-{size}-onnxruntime-{runtime_version}"
-    return _root() / name
+    return under / f"{original.parent.name}-{version}-{size}-onnxruntime-{runtime_version}"
 
 
 def _manifest(original: Path, version: str, runtime_version: str) -> dict[str, Any]:
@@ -60,10 +60,10 @@ def _manifest(original: Path, version: str, runtime_version: str) -> dict[str, A
     return {"original": str(original), "version": version, "size": size, "ort": runtime_version}
 
 
-def find(original: Path, version: str, runtime_version: str) -> Path | None:
-    """The cached graph for `original`, when a whole cache for it is there; else None."""
+def find(original: Path, version: str, runtime_version: str, under: Path) -> Path | None:
+    """The cached graph for `original` in `under`, when a whole cache is there; else None."""
     try:
-        where = folder(original, version, runtime_version)
+        where = folder(original, version, runtime_version, under)
         manifest = json.loads((where / MANIFEST).read_text(encoding="utf-8"))
         expected = _manifest(original, version, runtime_version)
         whole = (
@@ -88,12 +88,12 @@ def discard(graph: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def write(original: Path, version: str, onnxruntime: Any) -> Path | None:
-    """Optimise `original` (its package at `version`) once and save it as the cache; the
-    cached graph, or None when it cannot be written here (a read-only or full disk: the
-    packaged model keeps serving)."""
+def write(original: Path, version: str, onnxruntime: Any, under: Path) -> Path | None:
+    """Optimise `original` (its package at `version`) once and save it as the cache in
+    `under`; the cached graph, or None when it cannot be written there (a read-only or full
+    disk: the packaged model keeps serving)."""
     runtime_version = onnxruntime.__version__
-    target = folder(original, version, runtime_version)
+    target = folder(original, version, runtime_version, under)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _sweep(target.parent)
@@ -123,13 +123,13 @@ def write(original: Path, version: str, onnxruntime: Any) -> Path | None:
         manifest["weights_bytes"] = (scratch / WEIGHTS).stat().st_size
         # Written last: a folder without it is never taken for a cache.
         (scratch / MANIFEST).write_text(json.dumps(manifest, sort_keys=True), encoding="utf-8")
-        if target.exists() and find(original, version, runtime_version) is None:
+        if target.exists() and find(original, version, runtime_version, under) is None:
             discard(target / GRAPH)  # damaged (whole ones get their manifest before the rename)
         scratch.rename(target)  # atomic; fails when another writer was first
     except Exception as exc:
         shutil.rmtree(scratch, ignore_errors=True)
         if target.is_dir():
-            return find(original, version, runtime_version)  # another writer was first
+            return find(original, version, runtime_version, under)  # another was first
         log.debug("model cache not written to %s: %s", target, exc)
         return None
     return target / GRAPH

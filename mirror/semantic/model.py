@@ -90,6 +90,8 @@ class Embedder:
         # whether this process tried writing that cache already.
         self.cached = False
         self._cache_tried = False
+        self.cache_writer: threading.Thread | None = None
+        self._cache_root: Path | None = None
 
     @property
     def info(self) -> ModelInfo:
@@ -157,8 +159,12 @@ class Embedder:
             if self._session is not None:
                 return
             self._load()
-        if not self.quick_start:
-            self.write_cache()  # many texts follow: worth the second here, once
+        if not self.quick_start and not self.cached:
+            # Many texts follow (a server, an index update): the cache is written beside
+            # them, once, on a thread of its own, so no query queues behind it.
+            writer = threading.Thread(target=self.write_cache, name="model-cache")
+            self.cache_writer = writer
+            writer.start()
 
     def _options(self, onnxruntime: Any, *, cached: bool) -> Any:
         options = onnxruntime.SessionOptions()
@@ -200,7 +206,9 @@ class Embedder:
         tokenizer = BertWordPieceTokenizer(str(Path(__file__).with_name("vocab.txt")))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        found = cache.find(original, self._version(), onnxruntime.__version__)
+        # Where the cache is, fixed at load: a later write goes where this load looked.
+        self._cache_root = cache.root()
+        found = cache.find(original, self._version(), onnxruntime.__version__, self._cache_root)
         session = None
         if found is not None:
             try:
@@ -224,11 +232,13 @@ class Embedder:
             if self._session is None or self.cached or self._cache_tried:
                 return
             self._cache_tried = True
+            under = self._cache_root
         import onnxruntime
 
         from . import cache
 
-        cache.write(self._original(), self._version(), onnxruntime)
+        if under is not None:
+            cache.write(self._original(), self._version(), onnxruntime, under)
 
     def write_cache_later(self) -> None:
         """`write_cache` in the worker thread, after what was asked of it before (a cold

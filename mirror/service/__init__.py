@@ -455,7 +455,10 @@ class Mirror:
         from . import search, warmup
 
         request = search.make_request(query, page_size, page_token, filter)
-        return warmup.for_one_search(self._ctx(), request, mode or self.default_mode())
+        chosen = mode or self.default_mode()
+        if not warmup.may_rank_with_vectors(request, chosen):
+            return False  # online: upstream answers; the store is not even opened here
+        return warmup.for_one_search(self._ctx(), request, chosen)
 
     def snippets(self, query: str, contents: Sequence[str]) -> list[list[tuple[str, bool]]]:
         """The snippet of each chunk text of a page of results for `query`: (segment, marked)

@@ -17,12 +17,18 @@ from .context import Context
 from .search import LOCAL_TOKEN, SearchRequest, embeds
 
 
+def may_rank_with_vectors(request: SearchRequest, mode: Mode) -> bool:
+    """Whether `request` is ranked by the local index (offline, or paging its results) with
+    its query embedded: what the store holds decides the rest (`for_one_search`)."""
+    local = mode.offline or (request.page_token or "").startswith(LOCAL_TOKEN)
+    return local and embeds(request.query)
+
+
 def for_one_search(ctx: Context, request: SearchRequest, mode: Mode) -> bool:
     """Before running `request` in a process that runs just it: start loading the model
     and embedding its query in the background when the local ranking will use vectors.
     Says whether it started."""
-    local = mode.offline or (request.page_token or "").startswith(LOCAL_TOKEN)
-    if not local or not embeds(request.query):
+    if not may_rank_with_vectors(request, mode):
         return False
     state = ctx.store.semantic_state()
     if state is None:
