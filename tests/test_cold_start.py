@@ -252,3 +252,48 @@ def test_a_hybrid_search_imports_no_heavy_library(sample_url: str) -> None:
     assert run.stdout.strip(), run.stderr
     assert "Traceback" not in run.stderr, run.stderr
     assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr
+
+
+@pytest.fixture(scope="module")
+def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The sample with every page embedded (built once for the module)."""
+    from mirror.semantic import model
+
+    if not model.status().available:
+        pytest.skip("the semantic extra is not installed")
+    url = f"sqlite:///{tmp_path_factory.mktemp('embedded') / 'store.sqlite3'}"
+    store = Store.open(url)
+    store.put(list(read_sample()), fetched_at=1000.0, upstream="sample")
+    store.close()
+    _embedded(url)
+    return url
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["get", "--offline", NAME],
+        ["ls", "--limit", "2"],
+        ["status"],
+        ["--help"],
+        ["search", "--help"],
+        ["search", "--offline", "chrome.storage.local.get"],  # an API name: ranked lexically
+        ["search", "--offline", "why does a page wait before it reacts to a tap"],
+    ],
+)
+def test_only_a_search_that_ranks_with_vectors_loads_the_model(
+    embedded_url: str, argv: list[str]
+) -> None:
+    """On a store with vectors, the model (onnxruntime, ~0.3 s of a cold start) loads for a
+    search that ranks with them, never for another command."""
+    env = {**os.environ, "DK_MIRROR_DB": embedded_url, "PYTHONPATH": str(ROOT)}
+    probe = PROBE.replace(repr(set(HEAVY)), repr({"onnxruntime", "tokenizers"}))
+    run = subprocess.run(
+        [sys.executable, "-c", probe, *argv], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert run.stdout.strip(), run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    loaded = run.stderr.strip().splitlines()[-1]
+    ranks_with_vectors = argv[-1].startswith("why")
+    assert loaded == ("['onnxruntime', 'tokenizers']" if ranks_with_vectors else "[]"), run.stderr

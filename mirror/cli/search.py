@@ -56,6 +56,10 @@ def search(
 ) -> None:
     """Search the docs: upstream when online (recorded for replay), else offline."""
     mirror = open_mirror(ctx, readonly=None)  # online, it records the page it got
+    # First: the embedding model (when this search ranks with vectors) loads in the background
+    # while the rest of the search imports, opens and ranks lexically (service/warmup.py).
+    if not fetch:  # --fetch goes upstream, or is a usage error offline
+        mirror.warm_search(query, page_size=limit, page_token=page_token, filter=filter_text)
     result = mirror.search_documents(
         query, page_size=limit, page_token=page_token, filter=filter_text, fetch=fetch
     )

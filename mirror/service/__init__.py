@@ -231,6 +231,9 @@ class Mirror:
             store.size_for(concurrency)
         if online:
             ctx.upstream()
+        from . import warmup
+
+        warmup.for_serving(ctx)  # the model loads now, in the background, not on a query
 
     def store_generation(self) -> int | None:
         """A number that changes whenever anyone commits to the store (an answer cache's key);
@@ -436,6 +439,26 @@ class Mirror:
         chosen = mode or self.default_mode()
         search.check_fetch(chosen, fetch)  # a usage error, before the store is opened
         return search.search(self._ctx(), request, chosen, fetch=fetch)
+
+    def warm_search(
+        self,
+        query: str,
+        *,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        filter: str | None = None,
+        mode: Mode | None = None,
+    ) -> bool:
+        """For a process that runs one search (the CLI): start loading the embedding model
+        and embedding `query` in the background when the local ranking will use vectors,
+        before `search_documents` is asked the same. Says whether it started."""
+        from . import search, warmup
+
+        request = search.make_request(query, page_size, page_token, filter)
+        chosen = mode or self.default_mode()
+        if not warmup.may_rank_with_vectors(request, chosen):
+            return False  # online: upstream answers; the store is not even opened here
+        return warmup.for_one_search(self._ctx(), request, chosen)
 
     def snippets(self, query: str, contents: Sequence[str]) -> list[list[tuple[str, bool]]]:
         """The snippet of each chunk text of a page of results for `query`: (segment, marked)

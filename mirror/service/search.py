@@ -318,6 +318,14 @@ DENSE_WEIGHT = 0.5
 _UNEMBEDDABLE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
+def embeds(query: str) -> bool:
+    """Whether a hybrid ranking of `query` uses its embedding (not for code identifiers
+    only, nor for scripts the model cannot read: see hybrid_ranking)."""
+    from ..search import lexical as words
+
+    return not (words.names_code(query) or _UNEMBEDDABLE.search(query))
+
+
 def hybrid_ranking(
     ctx: Context, query: str, *, limit: int, node: filters.Node | None = None
 ) -> list[DocumentHit] | None:
@@ -325,9 +333,7 @@ def hybrid_ranking(
     fusion), best first; None when the semantic tier is off. A query of code identifiers
     only gets the lexical ranking. `grouped_page` drops any name the store no longer holds,
     so a vector the index remembers wrongly is never shown."""
-    from ..search import lexical as words
-
-    if words.names_code(query) or _UNEMBEDDABLE.search(query):
+    if not embeds(query):
         # API names only: the model was trained on prose, and an identifier's nearest pages
         # by meaning are pages about neighbouring APIs (on tests/data/relevance.json, fusing
         # them cost identifiers hit@1 0.96 -> 0.81); the pages that hold it are the answer,

@@ -1,0 +1,127 @@
+"""The optimised model's cache (mirror/semantic/cache.py): loaded when whole, passed over and
+rewritten when not, never needed, and the vectors the same whichever way the model loads."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mirror.semantic import cache, model
+
+pytestmark = pytest.mark.skipif(
+    not model.status().available,
+    reason="the semantic extra is not installed (pip install -e '.[semantic]')",
+)
+TEXTS = [
+    "how do I keep a service worker alive while waiting",
+    "tf.keras.layers.Dense",
+    "Service workers と拡張機能",
+    "",
+]
+
+
+def _loaded(*, quick: bool = False) -> tuple[model.Embedder, np.ndarray]:
+    embedder = model.Embedder(quick_start=quick)
+    vectors = embedder.embed(TEXTS)
+    if embedder.cache_writer is not None:
+        embedder.cache_writer.join(timeout=120)  # written beside the embedding
+    return embedder, vectors
+
+
+def _where() -> Path:
+    import onnxruntime
+
+    embedder = model.Embedder()
+    return cache.folder(
+        embedder._original(), embedder._version(), onnxruntime.__version__, cache.root()
+    )
+
+
+def test_the_first_load_writes_the_cache_and_the_next_loads_it_with_the_same_vectors() -> None:
+    first, original = _loaded()  # $DK_MIRROR_HOME is this test's own: no cache yet
+    assert not first.cached
+    assert (_where() / cache.MANIFEST).is_file()  # written after the load
+    again, vectors = _loaded()
+    assert again.cached
+    assert abs(vectors - original).max() < 1e-6
+    quick, fast = _loaded(quick=True)  # the cached weights as they are, not repacked
+    assert quick.cached
+    options = quick._session.get_session_options()
+    assert options.get_session_config_entry("session.disable_prepacking") == "1"
+    assert abs(fast - original).max() < 1e-5
+    assert not list(_where().parent.glob(".tmp-*"))  # no scratch folder left behind
+
+
+def test_a_quick_start_writes_the_cache_only_when_asked() -> None:
+    quick, _ = _loaded(quick=True)
+    assert not quick.cached and not _where().exists()  # its query waited for no write
+    quick.write_cache()
+    assert cache.find(quick._original(), quick._version(), _runtime(), cache.root()) is not None
+
+
+def _runtime() -> str:
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "garbage graph",
+        pytest.param("truncated weights", marks=pytest.mark.slow),
+        pytest.param("no manifest", marks=pytest.mark.slow),
+    ],
+)
+def test_a_damaged_cache_is_passed_over_and_rewritten(damage: str) -> None:
+    _, original = _loaded()  # writes the cache
+    where = _where()
+    if damage == "truncated weights":
+        with (where / cache.WEIGHTS).open("r+b") as weights:
+            weights.truncate(1000)
+    elif damage == "garbage graph":  # same size, so only loading it can tell
+        graph = where / cache.GRAPH
+        size = graph.stat().st_size
+        graph.write_bytes((b"\x00not a model" * (size // 12 + 1))[:size])
+    else:
+        (where / cache.MANIFEST).unlink()  # a writer that died before its last step
+    embedder, vectors = _loaded()
+    assert not embedder.cached  # the packaged model answered
+    assert abs(vectors - original).max() < 1e-6
+    rewritten, again = _loaded()
+    assert rewritten.cached and abs(again - original).max() < 1e-6
+
+
+def test_an_unwritable_cache_folder_costs_nothing_but_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("DK_MIRROR_HOME", str(blocked))
+    embedder, vectors = _loaded()
+    assert not embedder.cached and vectors.shape == (len(TEXTS), model.DIMENSIONS)
+
+
+@pytest.mark.slow
+def test_writers_at_once_leave_one_whole_cache() -> None:
+    import onnxruntime
+
+    embedder = model.Embedder()
+    original, version = embedder._original(), embedder._version()
+    found: list[Path | None] = []
+    writers = [
+        threading.Thread(
+            target=lambda: found.append(cache.write(original, version, onnxruntime, cache.root()))
+        )
+        for _ in range(2)
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert found == [_where() / cache.GRAPH] * 2
+    assert cache.find(original, version, _runtime(), cache.root()) == _where() / cache.GRAPH
+    assert [p.name for p in _where().parent.iterdir()] == [_where().name]
