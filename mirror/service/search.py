@@ -301,24 +301,19 @@ def symbol_first(
     return [DocumentHit(page, float("-inf"), best), *(h for h in ranking if h.name != page)]
 
 
-# Hybrid ranking (the `semantic` extra, after `dk-mirror index update`): how deep each tier's
+# Hybrid ranking (the dense tier on, after `dk-mirror index update`): how deep each tier's
 # ranking goes into the fusion, 100 each, so a page only one tier finds still takes part.
-# The dense tier's share: the packaged model embeds a page's first 800 characters, in English
-# only. Tuned on bench/data/questions.json's dev half (RRF k 5-100, weight 0.3-1, hit@1 /
-# hit@5 / MRR@10 over all dev queries): 30 deep, k 10, weight 1 (before) 0.55 / 0.81 / 0.67;
-# 100 deep, k 10, weight 0.5 0.64 / 0.87 / 0.75 (the lexical tier alone 0.65 / 0.86 / 0.74).
-# Weight 0.3 scored 0.68 / 0.89 / 0.76 on dev but took tests/data/relevance_semantic.json's
-# paraphrases below 0.9 hit@5: 0.5 is the best weight tried (0.3, 0.5, 0.7, 1) that keeps both.
+# How the two are mixed: mirror.search.fusion.score_fusion (LEXICAL_SHARE says how it was
+# chosen; it replaced RRF k 10 with the dense ranking weighted 0.5).
 LEXICAL_DEPTH = 100
 DENSE_DEPTH = 100
-DENSE_WEIGHT = 0.5
 
 
 def hybrid_ranking(
     ctx: Context, query: str, *, limit: int, node: filters.Node | None = None
 ) -> list[DocumentHit] | None:
-    """The lexical ranking fused with the nearest documents by meaning (reciprocal rank
-    fusion), best first; None when the semantic tier is off and the query is one it would
+    """The lexical ranking fused with the nearest documents by meaning (their scores mixed:
+    mirror.search.fusion.score_fusion), best first; None when the semantic tier is off and the query is one it would
     rank. A query of code identifiers only gets the lexical ranking; a query in another
     language than English the lexical ranking with the pages in its language first, vectors
     on or off. `grouped_page` drops any name the store no longer holds, so a vector the index
@@ -356,14 +351,13 @@ def hybrid_ranking(
     dense = dense_ranking(ctx.store, query, limit=max(limit, DENSE_DEPTH), where=node)
     if dense is None:
         return None
-    from ..search.fusion import reciprocal_rank_fusion
+    from ..search.fusion import score_fusion
     from ..store.textindex.ranking import DocumentHit
 
     if lexical is None:
         lexical = lexical_ranking(ctx, query, limit=depth, node=node)
-    fused = reciprocal_rank_fusion(
-        [hit.name for hit in lexical], [name for name, _ in dense], weights=(1.0, DENSE_WEIGHT)
-    )
+    # A hit's rank is minus the index's relevance (BM25 on SQLite, ts_rank on PostgreSQL).
+    fused = score_fusion([(hit.name, -hit.rank) for hit in lexical], dense)
     return [DocumentHit(name, -score, score) for name, score in fused[:limit]]
 
 
