@@ -17,7 +17,8 @@ Needs the `semantic` extra (pip install -e '.[semantic]').
    The two tiers take turns query by query, so a change in the machine's load (it is shared)
    weighs on both alike; the load average is printed with the figures. The first hybrid
    query loads the vectors into memory; it is timed apart ("cold").
-Target (search issue): hybrid p99 <= 60 ms at 50,000 documents on this 2-core machine.
+Target (issue 27): hybrid warm p99 <= 30 ms at 50,000 documents on this 2-core machine, with
+the whole store embedded (an earlier search issue asked for 60 ms).
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def main() -> None:
                 f"{label:21} lexical p50 {ms(pct(lexical, 50))} p99 {ms(pct(lexical, 99))} | "
                 f"hybrid p50 {ms(pct(hybrid, 50))} p99 {ms(pct(hybrid, 99))} "
                 f"({pct(hybrid, 50) / pct(lexical, 50):.1f}x lexical at p50; "
-                f"target hybrid p99 <= 60 ms); {_load()}"
+                f"target hybrid p99 <= 30 ms); {_load()}"
             )
 
 

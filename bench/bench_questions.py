@@ -1,6 +1,7 @@
 """Held-out questions: hit@1, hit@5 and MRR@10 per half, kind and corpus, beside baselines.
 
 Usage: python -m bench.bench_questions [--corpus DIR] [--no-semantic] [--json] [--misses HALF]
+                                      [--tier NAME] [--below RANK]
 
 The set is bench/data/questions.json (written and judged by bench/data/questions.md): queries
 over the whole shared corpus (chrome en, chrome in other languages, tensorflow; 2,774 pages in
@@ -235,6 +236,17 @@ def main() -> None:
     parser.add_argument("--no-semantic", action="store_true", help="skip the tiers with vectors")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--misses", choices=("dev", "test"), help="list this half's misses")
+    parser.add_argument(
+        "--tier",
+        default="dk-mirror lexical",
+        help="whose misses --misses lists (a tier's name as the table prints it)",
+    )
+    parser.add_argument(
+        "--below",
+        type=int,
+        default=5,
+        help="--misses lists the queries whose page is not in the first BELOW (1: not first)",
+    )
     args = parser.parse_args()
     questions = load_questions()
     with tempfile.TemporaryDirectory() as tmp:
@@ -243,11 +255,12 @@ def main() -> None:
             found = {name: positions(questions, rank) for name, rank in tiers.items()}
             misses = {}
             if args.misses:
-                first = next(iter(tiers))
+                if args.tier not in tiers:
+                    parser.error(f"--tier {args.tier!r} is not one of: {', '.join(tiers)}")
                 misses = {
-                    q.text: tiers[first](q.text)[:3]
-                    for q, p in zip(questions, found[first], strict=True)
-                    if q.half == args.misses and (p is None or p > 5)
+                    f"{q.text} (at {p or '-'})": tiers[args.tier](q.text)[:3]
+                    for q, p in zip(questions, found[args.tier], strict=True)
+                    if q.half == args.misses and (p is None or p > args.below)
                 }
         finally:
             for cm in keep:
@@ -268,7 +281,7 @@ def main() -> None:
             count = next(iter(tiers_.values()))["queries"]
             print(f"{group + f' ({count})':20}{cells}")
     for text, top in misses.items():
-        print(f"\nmiss: {text}\n  top 3: {top}")
+        print(f"\nmiss ({args.tier}): {text}\n  top 3: {top}")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,15 @@ def original_of(name: str) -> str | None:
     return match.group(1) + match.group(3)
 
 
+def locale_of(name: str) -> str | None:
+    """The language (ISO 639-1) of the locale segment of `name`, or None for an
+    untranslated page (`documents/developer.chrome.com/pt-br/...` -> "pt")."""
+    match = _LOCALE.match(name)
+    if match is None or match.group(2) not in LANGUAGES:
+        return None
+    return match.group(2)
+
+
 def is_translation(name: str) -> bool:
     """Whether `name` is a page under a language segment (a translation)."""
     return original_of(name) is not None

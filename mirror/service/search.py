@@ -301,44 +301,51 @@ def symbol_first(
     return [DocumentHit(page, float("-inf"), best), *(h for h in ranking if h.name != page)]
 
 
-# Hybrid ranking (the `semantic` extra, after `dk-mirror index update`): how deep each tier's
+# Hybrid ranking (the dense tier on, after `dk-mirror index update`): how deep each tier's
 # ranking goes into the fusion, 100 each, so a page only one tier finds still takes part.
-# The dense tier's share: the packaged model embeds a page's first 800 characters, in English
-# only. Tuned on bench/data/questions.json's dev half (RRF k 5-100, weight 0.3-1, hit@1 /
-# hit@5 / MRR@10 over all dev queries): 30 deep, k 10, weight 1 (before) 0.55 / 0.81 / 0.67;
-# 100 deep, k 10, weight 0.5 0.64 / 0.87 / 0.75 (the lexical tier alone 0.65 / 0.86 / 0.74).
-# Weight 0.3 scored 0.68 / 0.89 / 0.76 on dev but took tests/data/relevance_semantic.json's
-# paraphrases below 0.9 hit@5: 0.5 is the best weight tried (0.3, 0.5, 0.7, 1) that keeps both.
+# How the two are mixed: mirror.search.fusion.score_fusion (LEXICAL_SHARE says how it was
+# chosen; it replaced RRF k 10 with the dense ranking weighted 0.5).
 LEXICAL_DEPTH = 100
 DENSE_DEPTH = 100
-DENSE_WEIGHT = 0.5
-# Scripts the packaged model has next to no vocabulary for (kana, CJK ideographs, Hangul): a
-# query in them gets the lexical ranking alone (on the dev half, other-language questions
-# hit@1 0.67 fused, 0.73 with these left to the lexical tier).
-_UNEMBEDDABLE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 def embeds(query: str) -> bool:
-    """Whether a hybrid ranking of `query` uses its embedding (not for code identifiers
-    only, nor for scripts the model cannot read: see hybrid_ranking)."""
+    """Whether a hybrid ranking of `query` uses its embedding: not for code identifiers
+    only, nor for a query in another language than English (see hybrid_ranking)."""
     from ..search import lexical as words
+    from ..search.language import query_language
 
-    return not (words.names_code(query) or _UNEMBEDDABLE.search(query))
+    return not words.names_code(query) and query_language(query) is None
 
 
 def hybrid_ranking(
     ctx: Context, query: str, *, limit: int, node: filters.Node | None = None
 ) -> list[DocumentHit] | None:
-    """The lexical ranking fused with the nearest documents by meaning (reciprocal rank
-    fusion), best first; None when the semantic tier is off. A query of code identifiers
-    only gets the lexical ranking. `grouped_page` drops any name the store no longer holds,
-    so a vector the index remembers wrongly is never shown."""
-    if not embeds(query):
+    """The lexical ranking fused with the nearest documents by meaning (their scores mixed:
+    mirror.search.fusion.score_fusion), best first; None when the semantic tier is off and
+    the query is one it would rank (`embeds`). A query of code identifiers only gets the lexical ranking; a query in another
+    language than English the lexical ranking with the pages in its language first, vectors
+    on or off. `grouped_page` drops any name the store no longer holds, so a vector the index
+    remembers wrongly is never shown."""
+    from ..search import lexical as words
+
+    if words.names_code(query):
         # API names only: the model was trained on prose, and an identifier's nearest pages
         # by meaning are pages about neighbouring APIs (on tests/data/relevance.json, fusing
         # them cost identifiers hit@1 0.96 -> 0.81); the pages that hold it are the answer,
         # whether the semantic tier is on or off.
         return lexical_ranking(ctx, query, limit=limit, node=node)
+    from ..search.language import in_language_first, query_language
+
+    language = query_language(query)
+    if language is not None:
+        # The packaged model is English-only: fused, its nearest pages (any page in the same
+        # script, English pages sharing a product name) took other-language questions on the
+        # dev half from hit@1 / hit@5 0.80 / 0.93 (lexical) to 0.60 / 0.93, and to 0.73 / 1.00
+        # with its list kept to the query's language. The lexical ranking, deep, with the
+        # query's language first: 0.87 / 1.00 / MRR@10 0.92.
+        deep = lexical_ranking(ctx, query, limit=max(limit, LEXICAL_DEPTH), node=node)
+        return in_language_first(deep, lambda hit: hit.name, language)[:limit]
     from ..semantic.model import prefetch_query
 
     depth = max(limit, LEXICAL_DEPTH)
@@ -353,14 +360,13 @@ def hybrid_ranking(
     dense = dense_ranking(ctx.store, query, limit=max(limit, DENSE_DEPTH), where=node)
     if dense is None:
         return None
-    from ..search.fusion import reciprocal_rank_fusion
+    from ..search.fusion import score_fusion
     from ..store.textindex.ranking import DocumentHit
 
     if lexical is None:
         lexical = lexical_ranking(ctx, query, limit=depth, node=node)
-    fused = reciprocal_rank_fusion(
-        [hit.name for hit in lexical], [name for name, _ in dense], weights=(1.0, DENSE_WEIGHT)
-    )
+    # A hit's rank is minus the index's relevance (BM25 on SQLite, ts_rank on PostgreSQL).
+    fused = score_fusion([(hit.name, -hit.rank) for hit in lexical], dense)
     return [DocumentHit(name, -score, score) for name, score in fused[:limit]]
 
 

@@ -1,0 +1,118 @@
+"""The language a search query is written in, and the language of a page: pure, no I/O.
+
+Why: the packaged embedding model is English-only. For a question in another language its
+nearest pages by meaning are close to noise (unrelated pages in the same script, English
+pages sharing a product name), and fused with the lexical ranking they crowd the answer out
+of the first places (on bench/data/questions.json's dev half, other-language questions went
+from 0.93 hit@5 lexically to 0.73 fused). The store knows a page's language by the locale
+segment of its name (mirror.search.translations); the query's is guessed here, from its
+script (kana, Hangul, CJK ideographs, Cyrillic) or, in Latin script, from the small words
+every sentence of a language holds (articles, prepositions) that English never uses.
+A query is None ("not known to be another language", treated as English) unless a sign says
+otherwise: a wrong guess of English costs nothing that the lexical tier did not do before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from .lexical import STOPWORDS
+from .translations import locale_of
+
+Hit = TypeVar("Hit")
+
+ENGLISH = "en"
+
+_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_WORD = re.compile(r"[^\W\d_]+")
+
+# Function words of the Latin-script languages the corpus holds, left out when English text
+# has the same spelling ("a", "in", "on", "do", "as", "die"; "em" and "com" from CSS and
+# URLs, "e" from "e.g.") or when two of these languages share it ("para", "de", "como",
+# "está"): each word here names one language.
+# fmt: off
+_FUNCTION_WORDS = {
+    "es": frozenset((
+        "el", "la", "los", "las", "del", "al", "una", "unos", "unas", "y", "en", "con", "por",
+        "que", "qué", "cómo", "cuándo", "dónde", "es", "están", "su", "sus", "mi", "se",
+        "lo", "le", "les", "o", "pero", "sin", "desde", "hasta", "sobre", "entre", "muy",
+        "mis", "tu", "tus", "hay", "puedo", "usar", "usuario", "navegador",
+    )),
+    "pt": frozenset((
+        "um", "uma", "uns", "umas", "os", "da", "dos", "das", "na", "nas", "nos", "ao", "aos",
+        "pelo", "pela", "pelos", "pelas", "é", "não", "seu", "sua", "seus", "suas", "meu",
+        "minha", "ou", "mas", "sem", "muito", "são",
+        "posso", "usuário", "navegador", "página", "celular",
+    )),
+    "de": frozenset((
+        "der", "das", "dem", "den", "des", "ein", "eine", "einen", "einem", "einer", "und",
+        "mit", "von", "zu", "zum", "zur", "auf", "für", "ist", "sind", "nicht", "wie", "ich",
+        "kann", "wird", "werden", "oder", "aber", "ohne", "beim", "im", "sich", "auch",
+        "warum", "wir", "vom",
+    )),
+    "fr": frozenset((
+        "le", "les", "un", "une", "des", "du", "au", "aux", "et", "avec", "pour", "dans",
+        "sur", "est", "sont", "ne", "pas", "comment", "je", "mon", "ma", "mes", "ou", "mais",
+        "sans", "très", "cette", "ce", "ces", "qui", "quand", "peut", "utiliser",
+    )),
+}
+# fmt: on
+# Letters only one of these languages writes, and word endings only one of them spells so.
+_LETTERS = {"es": "ñ¿¡", "pt": "ãõç", "de": "ßäöü", "fr": "èêëàâîïôûùœ"}
+_ENDINGS = {"es": ("ción", "ciones"), "pt": ("ção", "ções"), "de": (), "fr": ()}
+
+
+def query_language(query: str) -> str | None:
+    """The language `query` is written in ("ja", "ko", "zh", "ru", "es", "pt", "de", "fr"),
+    or None when nothing says it is not English. Kana makes Japanese even beside ideographs
+    (Japanese writes both); ideographs alone are Chinese. In Latin script: two signs of one
+    language (a function word, a letter, a word ending), or one beside no English function
+    word ("cómo detectar usuarios inactivos"); a lone one-letter word ("y") is no sign alone."""
+    if _HANGUL.search(query):
+        return "ko"
+    if _KANA.search(query):
+        return "ja"
+    if _HAN.search(query):
+        return "zh"
+    if _CYRILLIC.search(query):
+        return "ru"
+    words = _WORD.findall(query.casefold())
+    votes = {lang: _signs(words, lang) for lang in _FUNCTION_WORDS}
+    best = max(votes, key=lambda lang: votes[lang])
+    if votes[best] >= 2:
+        return best
+    english = any(w in STOPWORDS for w in words)
+    strong = votes[best] - sum(len(w) == 1 and w in _FUNCTION_WORDS[best] for w in words)
+    return best if strong >= 1 and not english else None
+
+
+def _signs(words: Sequence[str], language: str) -> int:
+    """How many signs of `language` the (case-folded) words hold."""
+    marks, letters, endings = _FUNCTION_WORDS[language], _LETTERS[language], _ENDINGS[language]
+    return sum(
+        (w in marks) + any(c in letters for c in w) + (bool(endings) and w.endswith(endings))
+        for w in words
+    )
+
+
+def page_language(name: str) -> str:
+    """The language of the page `name`: its locale segment's, else English (the sites'
+    untranslated pages are English)."""
+    return locale_of(name) or ENGLISH
+
+
+def in_language_first(hits: Sequence[Hit], name: Callable[[Hit], str], language: str) -> list[Hit]:
+    """`hits` with the pages in `language` ahead of the others, each part in its order. For a
+    query in another language the lexical tier still ranks English pages that share its
+    product names and code (PWA, JavaScript) above the translation that answers it in words
+    the English page lacks (on the dev half: a Chinese question's page at 44, behind English
+    release notes); the reader asked in their language, and a translation of the right page
+    is the answer they can read."""
+    return [h for h in hits if page_language(name(h)) == language] + [
+        h for h in hits if page_language(name(h)) != language
+    ]
