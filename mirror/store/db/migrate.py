@@ -47,6 +47,7 @@ def current_revision(conn: Connection) -> str | None:
 
 
 def _config(conn: Connection) -> Any:
+    _quiet_alembic()
     from alembic.config import Config
 
     cfg = Config()
@@ -58,6 +59,7 @@ def _config(conn: Connection) -> Any:
 
 def known_revisions() -> list[str]:
     """Every revision the migrations define, oldest first."""
+    _quiet_alembic()
     from alembic.script import ScriptDirectory
 
     script = ScriptDirectory(str(script_location()))
@@ -75,9 +77,9 @@ def _quiet_alembic() -> None:
 
 def upgrade(engine: Engine, target: str = "head") -> None:
     """Upgrade the store to `target` in one transaction."""
-    from alembic import command
-
+    # Before alembic's first import: from 1.16 its import announces each plugin at INFO.
     _quiet_alembic()
+    from alembic import command
 
     with engine.connect().execution_options(**{WRITE: True}) as conn:
         found = current_revision(conn)
