@@ -61,6 +61,12 @@ def test_reordered_mixes_page_and_passage_scores() -> None:
     assert passages.reordered([], []) == []
 
 
+def test_the_best_passage_outweighs_an_equal_lead_on_the_page_score() -> None:
+    # Each page first on one score by the same margin: the page whose passage holds the
+    # question wins (a title word lifts the page score, not the passage one).
+    assert passages.reordered([10.0, 5.0], [5.0, 10.0]) == [1, 0]
+
+
 def test_idf_is_never_negative() -> None:
     assert passages.idf(100, 100) > 0
     assert passages.idf(100, 1) > passages.idf(100, 50)
