@@ -12,7 +12,7 @@ from typing import Any
 import hypothesis
 import pytest
 
-from mirror.config import ENV_HOME, ENV_VARS, Settings
+from mirror.config import ENV_HOME, ENV_SEMANTIC, ENV_VARS, Settings
 from mirror.service import Mirror
 
 pytest_plugins = [
@@ -44,9 +44,19 @@ def isolate(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     for var in ENV_VARS:  # every variable the code reads, API key included
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(ENV_HOME, str(home))
+    # Semantic search is on by default, and each command that writes would load the model
+    # and embed what it wrote: about a second a process, minutes for the suite's 20,000-page
+    # imports. Off for the suite; its own tests turn it on with `semantic_on`.
+    monkeypatch.setenv(ENV_SEMANTIC, "off")
     # A subprocess that runs `python3` or `dk-mirror` by name gets the ones under test (this
     # interpreter's, its virtualenv's), never whatever else comes first on the caller's PATH.
     monkeypatch.setenv("PATH", os.pathsep.join([UNDER_TEST_BIN, os.environ.get("PATH", "")]))
+
+
+@pytest.fixture
+def semantic_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Semantic search as a user gets it out of the box (the suite turns it off)."""
+    monkeypatch.delenv(ENV_SEMANTIC)
 
 
 # Modules whose tests run dk-mirror's commands in-process (click's CliRunner).

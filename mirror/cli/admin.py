@@ -80,11 +80,14 @@ def import_(
     """
     if bool(file) == sample:
         raise click.UsageError("give either FILE or --sample")
+    from .embedding import embedding_shown
+
     mirror = open_mirror(ctx)
-    if sample:
-        report = mirror.import_sample(overwrite=overwrite)
-    else:
-        report = mirror.import_file(file, overwrite=overwrite)  # type: ignore[arg-type]
+    with embedding_shown(mirror):
+        if sample:
+            report = mirror.import_sample(overwrite=overwrite)
+        else:
+            report = mirror.import_file(file, overwrite=overwrite)  # type: ignore[arg-type]
     if as_json:
         click.echo(render.to_json(report.to_json()))
         return
@@ -306,6 +309,7 @@ def db_copy(ctx: click.Context, destination: str, as_json: bool) -> None:
 def demo(ctx: click.Context) -> None:
     """Mirror the sample documents (from upstream with a key, else the shipped copy), then read one offline."""
     from ..records import read_sample
+    from .embedding import embedding_shown
 
     mirror = open_mirror(ctx)
     settings = mirror.settings
@@ -325,7 +329,8 @@ def demo(ctx: click.Context) -> None:
     else:
         click.echo(f"no {ENV_API_KEY} set: using the sample documents", err=True)
     if source != settings.upstream:
-        mirror.import_sample()
+        with embedding_shown(mirror):
+            mirror.import_sample()
     click.echo(f"mirrored {len(names)} documents from {source}", err=True)
     result = mirror.get_documents([names[0]], Mode(offline=True))
     doc = result.documents[0]

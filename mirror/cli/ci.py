@@ -98,7 +98,11 @@ def verify(ctx: click.Context, file: Path, as_json: bool) -> None:
 @click.pass_context
 def import_(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Verify FILE, then write it into the store all or nothing (a delta needs its base)."""
-    report = open_mirror(ctx).import_snapshot(file)
+    from .embedding import embedding_shown
+
+    mirror = open_mirror(ctx)
+    with embedding_shown(mirror):
+        report = mirror.import_snapshot(file)
     if as_json:
         click.echo(render.to_json(report.to_json()))
     elif report.already:

@@ -325,6 +325,8 @@ def hybrid_ranking(
     fusion), best first; None when the semantic tier is off. A query of code identifiers
     only gets the lexical ranking. `grouped_page` drops any name the store no longer holds,
     so a vector the index remembers wrongly is never shown."""
+    if not ctx.settings.semantic:
+        return None  # DK_MIRROR_SEMANTIC=off: words only, the model never loaded
     from ..search import lexical as words
 
     if words.names_code(query) or _UNEMBEDDABLE.search(query):
