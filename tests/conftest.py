@@ -128,6 +128,8 @@ def make_mirror(db_url: str, emulator):  # type: ignore[no-untyped-def]
             "db_url": db_url,
             "upstream": emulator.base_url,
             "api_key": emulator.api_key,
+            # The suite's switch, as for the commands (`semantic_on` turns it on).
+            "semantic": Settings.resolve().semantic,
             **overrides,
         }
         mirror = Mirror(Settings(**fields), retry=retry)
