@@ -94,6 +94,8 @@ def test_an_import_embeds_every_page_so_a_fresh_store_answers_questions(
     assert imported.exit_code == 0, imported.output
     # Off a terminal: no bar, one summary line.
     assert "embedded 40 document(s) for semantic search in " in imported.stderr
+    # The import's report first, then what embedding it cost.
+    assert imported.stderr.index("imported 40 documents") < imported.stderr.index("embedded 40")
     assert "\r" not in imported.stderr
     assert facts(db_url) == (model.status().key, 40, 0)  # no `dk-mirror index update`
     doctor = CliRunner().invoke(cli, ["doctor", "--offline"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from ..render import units
 from ..service import Mirror
 from . import render
 from .common import global_options, json_option, max_document_option, open_mirror
+
+if TYPE_CHECKING:
+    from ..service import ImportFileReport
 
 # Skipped names listed in text output; --json lists every one.
 SHOW_SKIPPED = 10
@@ -83,11 +87,17 @@ def import_(
     from .embedding import embedding_shown
 
     mirror = open_mirror(ctx)
+    # The report, then the embedding's summary line (its bar is finished by then).
     with embedding_shown(mirror):
         if sample:
             report = mirror.import_sample(overwrite=overwrite)
         else:
             report = mirror.import_file(file, overwrite=overwrite)  # type: ignore[arg-type]
+        _said(report, as_json)
+
+
+def _said(report: ImportFileReport, as_json: bool) -> None:
+    """What `import` prints of its report."""
     if as_json:
         click.echo(render.to_json(report.to_json()))
         return
