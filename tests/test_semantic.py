@@ -35,8 +35,9 @@ from mirror.store.tables.vector_state import SemanticFacts
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "corpus"
 RELEVANCE = ROOT / "tests" / "data" / "relevance_semantic.json"
-# The semantic tier keeps its vectors in doc_vectors on both backends (no pgvector).
-pytestmark = pytest.mark.both_backends
+# The semantic tier keeps its vectors in doc_vectors on both backends (no pgvector); its
+# writes embed, as out of the box (tests/conftest.py turns that off for the rest of the suite).
+pytestmark = [pytest.mark.both_backends, pytest.mark.usefixtures("semantic_on")]
 
 needs_model = pytest.mark.skipif(
     not model.status().available,
