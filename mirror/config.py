@@ -33,6 +33,9 @@ ENV_SERVE_TOKEN = "DK_MIRROR_SERVE_TOKEN"
 ENV_MAX_DOCUMENT_BYTES = "DK_MIRROR_MAX_DOCUMENT_BYTES"
 # Versions of each document its history keeps (the current one included).
 ENV_KEEP_VERSIONS = "DK_MIRROR_KEEP_VERSIONS"
+# Semantic search (vectors computed as pages are written, fused with the word ranking): on
+# unless set off, for a machine too small to run the model (search then ranks by words only).
+ENV_SEMANTIC = "DK_MIRROR_SEMANTIC"
 
 # Every environment variable dk-mirror reads: the README documents exactly these, and the
 # tests clear them all so a developer's own settings never leak into a run.
@@ -52,6 +55,7 @@ ENV_VARS = (
     ENV_SERVE_TOKEN,
     ENV_MAX_DOCUMENT_BYTES,
     ENV_KEEP_VERSIONS,
+    ENV_SEMANTIC,
 )
 
 GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"
@@ -186,6 +190,8 @@ class Settings:
     quota_window: float = DEFAULT_QUOTA_WINDOW
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     keep_versions: int = DEFAULT_KEEP_VERSIONS
+    # Semantic search: writes embed what they store and search fuses the vectors in.
+    semantic: bool = True
 
     def __post_init__(self) -> None:
         # Callers (tests, embedding programs) may pass the transport as a plain string.
@@ -267,4 +273,6 @@ class Settings:
             keep_versions=keep_versions
             if keep_versions is not None
             else _count(env, ENV_KEEP_VERSIONS, DEFAULT_KEEP_VERSIONS, minimum=1),
+            # Unset or empty: the default, on.
+            semantic=parse_flag(ENV_SEMANTIC, env.get(ENV_SEMANTIC) or "on"),
         )

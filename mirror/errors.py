@@ -44,6 +44,8 @@
     RefreshInterrupted             service/refresh.py: the same for `refresh`
     CrawlInterrupted               service/crawl_reports.py: the same for `crawl`, after the
                                    batches already fetched were committed
+    EmbeddingInterrupted           service/semantic.py: Ctrl-C while a write's documents were
+                                   embedded, after their commit; says how many wait for a vector
     Stopping                       interrupts.py: a wait (pacing, a retry's backoff) cut short
                                    by Ctrl-C (a KeyboardInterrupt); a worker starts no more calls
 

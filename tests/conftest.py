@@ -12,8 +12,9 @@ from typing import Any
 import hypothesis
 import pytest
 
-from mirror.config import ENV_HOME, ENV_VARS, Settings
+from mirror.config import ENV_HOME, ENV_SEMANTIC, ENV_VARS, Settings
 from mirror.service import Mirror
+from mirror.service import semantic as semantic_service
 
 pytest_plugins = [
     "tests.emulator_fixtures",
@@ -44,9 +45,31 @@ def isolate(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     for var in ENV_VARS:  # every variable the code reads, API key included
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(ENV_HOME, str(home))
+    # Semantic search is on by default, and each command that writes would load the model
+    # and embed what it wrote: about a second a process, minutes for the suite's 20,000-page
+    # imports. Off for the suite; its own tests turn it on with `semantic_on`.
+    monkeypatch.setenv(ENV_SEMANTIC, "off")
+    # Mirrors made in-process from Settings(...) are on (the library's default, which no
+    # variable changes): their writes embed nothing either. Measured: 9,554 pages embedded
+    # across the fast loop without this, 280 s for it against 149 s.
+    monkeypatch.setattr(semantic_service, "watch", _embedding_nothing)
     # A subprocess that runs `python3` or `dk-mirror` by name gets the ones under test (this
     # interpreter's, its virtualenv's), never whatever else comes first on the caller's PATH.
     monkeypatch.setenv("PATH", os.pathsep.join([UNDER_TEST_BIN, os.environ.get("PATH", "")]))
+
+
+def _embedding_nothing(store: Any, embedding: Any = None) -> None:
+    """semantic.watch for the suite: a store's writes embed nothing (see `isolate`)."""
+
+
+_WATCH = semantic_service.watch
+
+
+@pytest.fixture
+def semantic_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Semantic search as a user gets it out of the box (the suite turns it off)."""
+    monkeypatch.delenv(ENV_SEMANTIC)
+    monkeypatch.setattr(semantic_service, "watch", _WATCH)
 
 
 # Modules whose tests run dk-mirror's commands in-process (click's CliRunner).
@@ -118,6 +141,8 @@ def make_mirror(db_url: str, emulator):  # type: ignore[no-untyped-def]
             "db_url": db_url,
             "upstream": emulator.base_url,
             "api_key": emulator.api_key,
+            # The suite's switch, as for the commands (`semantic_on` turns it on).
+            "semantic": Settings.resolve().semantic,
             **overrides,
         }
         mirror = Mirror(Settings(**fields), retry=retry)

@@ -45,6 +45,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "bench_get": (["--rounds", "50"], RATIO),
     "bench_hybrid_scale": (["--docs", "60", "--queries", "3", "--cache", "{tmp}"], RATIO),
     "bench_import": (["--repeat", "1"], RATIO),
+    "bench_import_embed": (["--docs", "20"], RATIO),
     "bench_questions": (["--no-semantic"], METRICS),
     "bench_pg": (["--docs", "60", "--rounds", "10", "--seconds", "0.5", "--servers", "2"], RATIO),
     "bench_quota": (["--batches", "2", "--window", "1"], RATIO),

@@ -109,9 +109,9 @@ def test_fetch_and_refresh_draw_the_one_bar(
     assert "refreshing" in terminal.getvalue() and "doc/s" in terminal.getvalue()
 
 
-@pytest.mark.skipif(not model.status().available, reason="needs the semantic extra")
+@pytest.mark.skipif(not model.status().available, reason="needs the model's packages")
 def test_embedding_draws_the_one_bar(
-    env: dict[str, str], terminal: _Terminal, monkeypatch: pytest.MonkeyPatch
+    env: dict[str, str], terminal: _Terminal, monkeypatch: pytest.MonkeyPatch, semantic_on: None
 ) -> None:
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_no_setting_of_the_caller_reaches_a_test(tmp_path: Path) -> None:
     leaked = {name: os.environ[name] for name in config.ENV_VARS if name in os.environ}
-    # The one variable conftest sets: a home inside this test's own folder.
-    assert leaked == {config.ENV_HOME: str(tmp_path / "home")}
+    # The variables conftest sets: a home inside this test's own folder, and semantic search
+    # off (the tests that need it turn it on).
+    assert leaked == {config.ENV_HOME: str(tmp_path / "home"), config.ENV_SEMANTIC: "off"}
 
 
 @pytest.mark.slow

@@ -333,7 +333,9 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def big_store(big_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store holding the big file's documents (copied by each test that exports it)."""
     db = tmp_path_factory.mktemp("big") / "store.sqlite3"
-    env = {**os.environ, "DK_MIRROR_DB": str(db)}
+    # Built before the tests' own environment (tests/conftest.py), so the suite's switch is
+    # set here: embedding 20,000 pages would take minutes.
+    env = {**os.environ, "DK_MIRROR_DB": str(db), "DK_MIRROR_SEMANTIC": "off"}
     imported = Run(env, "import", str(big_file))
     imported.wait(timeout=600)
     assert imported.proc.returncode == 0, imported.stderr

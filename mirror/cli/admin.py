@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from ..render import units
 from ..service import Mirror
 from . import render
 from .common import global_options, json_option, max_document_option, open_mirror
+
+if TYPE_CHECKING:
+    from ..service import ImportFileReport
 
 # Skipped names listed in text output; --json lists every one.
 SHOW_SKIPPED = 10
@@ -80,11 +84,20 @@ def import_(
     """
     if bool(file) == sample:
         raise click.UsageError("give either FILE or --sample")
+    from .embedding import embedding_shown
+
     mirror = open_mirror(ctx)
-    if sample:
-        report = mirror.import_sample(overwrite=overwrite)
-    else:
-        report = mirror.import_file(file, overwrite=overwrite)  # type: ignore[arg-type]
+    # The report, then the embedding's summary line (its bar is finished by then).
+    with embedding_shown(mirror):
+        if sample:
+            report = mirror.import_sample(overwrite=overwrite)
+        else:
+            report = mirror.import_file(file, overwrite=overwrite)  # type: ignore[arg-type]
+        _said(report, as_json)
+
+
+def _said(report: ImportFileReport, as_json: bool) -> None:
+    """What `import` prints of its report."""
     if as_json:
         click.echo(render.to_json(report.to_json()))
         return
@@ -306,6 +319,7 @@ def db_copy(ctx: click.Context, destination: str, as_json: bool) -> None:
 def demo(ctx: click.Context) -> None:
     """Mirror the sample documents (from upstream with a key, else the shipped copy), then read one offline."""
     from ..records import read_sample
+    from .embedding import embedding_shown
 
     mirror = open_mirror(ctx)
     settings = mirror.settings
@@ -325,7 +339,8 @@ def demo(ctx: click.Context) -> None:
     else:
         click.echo(f"no {ENV_API_KEY} set: using the sample documents", err=True)
     if source != settings.upstream:
-        mirror.import_sample()
+        with embedding_shown(mirror):
+            mirror.import_sample()
     click.echo(f"mirrored {len(names)} documents from {source}", err=True)
     result = mirror.get_documents([names[0]], Mode(offline=True))
     doc = result.documents[0]

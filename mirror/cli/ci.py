@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..service import Mirror
+
+if TYPE_CHECKING:
+    from ..service.ci import ImportReport
 from . import render
 from .common import (
     as_of_option,
@@ -98,7 +101,16 @@ def verify(ctx: click.Context, file: Path, as_json: bool) -> None:
 @click.pass_context
 def import_(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Verify FILE, then write it into the store all or nothing (a delta needs its base)."""
-    report = open_mirror(ctx).import_snapshot(file)
+    from .embedding import embedding_shown
+
+    mirror = open_mirror(ctx)
+    with embedding_shown(mirror):  # the report, then the embedding's summary line
+        report = mirror.import_snapshot(file)
+        _said(report, as_json)
+
+
+def _said(report: ImportReport, as_json: bool) -> None:
+    """What `snapshot import` prints of its report."""
     if as_json:
         click.echo(render.to_json(report.to_json()))
     elif report.already:

@@ -102,6 +102,7 @@ def crawl(
     """
     from ..service.crawl import make_spec
     from ..service.crawl_reports import CrawlInterrupted, CrawlOptions
+    from .embedding import embedding_shown, interrupted_note
 
     seeds = list(names)
     if names_file is not None:
@@ -130,7 +131,9 @@ def crawl(
     )
     display = CrawlDisplay()
     try:
-        report = mirror.crawl(spec, options, display)
+        with embedding_shown(mirror, bar=False):
+            report = mirror.crawl(spec, options, display)
+            display.close()  # the crawl's bar before the embedding's summary line
     except CrawlInterrupted as stop:
         display.close()
         _summary(stop.report, as_json)
@@ -139,8 +142,9 @@ def crawl(
             "queued); run the same command again to continue",
             err=True,
         )
+        if note := interrupted_note(stop):
+            click.echo(note, err=True)
         ctx.exit(EXIT_INTERRUPTED)
-    display.close()
     _summary(report, as_json)
     if report.failed or report.stopped:
         exit_failed(

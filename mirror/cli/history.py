@@ -52,10 +52,11 @@ def refresh(
     new version each) and flags names upstream no longer has (their copies are kept).
     """
     from ..service.refresh import RefreshInterrupted
+    from .embedding import embedding_shown, interrupted_note
 
     mirror = open_mirror(ctx)
     try:
-        with Bar("refreshing") as progress:
+        with embedding_shown(mirror, bar=False), Bar("refreshing") as progress:
             report = mirror.refresh(
                 older_than=older_than, prefix=prefix, concurrency=concurrency, progress=progress
             )
@@ -69,6 +70,8 @@ def refresh(
             "(add --older-than to skip what was just checked)",
             err=True,
         )
+        if note := interrupted_note(stop):
+            click.echo(note, err=True)
         # The line above says it all: not the group's bare "interrupted" after it.
         ctx.exit(EXIT_INTERRUPTED)
     if as_json:

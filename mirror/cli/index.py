@@ -1,7 +1,8 @@
-"""`dk-mirror index`: the local search indexes, the full-text one and the optional semantic one.
+"""`dk-mirror index`: the local search indexes, the full-text one and the semantic one.
 
-Both are derived from the stored documents (the store is the source of truth): `update` embeds
-what the semantic index lacks, `check` compares both with the documents, `rebuild` remakes them.
+Both are derived from the stored documents (the store is the source of truth): writes keep
+both current; `update` embeds what the semantic index lacks (after DK_MIRROR_SEMANTIC was off,
+or a Ctrl-C), `check` compares both with the documents, `rebuild` remakes them.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ def _embed(mirror: Mirror, *, rebuild: bool) -> tuple[int, Any]:
 @global_options
 @click.pass_context
 def index_update(ctx: click.Context, as_json: bool) -> None:
-    """Embed the documents the semantic index lacks (needs `pip install 'dk-mirror[semantic]'`).
+    """Embed the documents the semantic index lacks (every write also does).
 
-    Resumes after a crash or Ctrl-C; once built, every write keeps the index up to date and
-    search fuses it with the full-text ranking.
+    Resumes after a crash or Ctrl-C, or a time with DK_MIRROR_SEMANTIC=off; every write keeps
+    the index up to date and search fuses it with the full-text ranking.
     """
     embedded, status = _embed(open_mirror(ctx), rebuild=False)
     if as_json:
@@ -81,9 +82,7 @@ def index_check(ctx: click.Context, as_json: bool) -> None:
 
 
 @index.command(name="rebuild")
-@click.option(
-    "--semantic", is_flag=True, help="Embed every document again too (needs the semantic extra)."
-)
+@click.option("--semantic", is_flag=True, help="Embed every document again too.")
 @global_options
 @click.pass_context
 def index_rebuild(ctx: click.Context, semantic: bool) -> None:

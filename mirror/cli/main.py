@@ -214,10 +214,12 @@ class Group(click.Group):
             error = cannot_write(exc.filename or "the output", exc)
             click.echo(f"error: {render.clean(str(error), multiline=True)}", err=True)
             ctx.exit(error.exit_code)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             # Not click's "Aborted!" and exit 1: every write is one transaction, so nothing
             # half-done is left, and the shell convention says how the run ended.
-            click.echo("interrupted", err=True)
+            from .embedding import interrupted_note
+
+            click.echo(interrupted_note(exc) or "interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
 
 
@@ -298,6 +300,7 @@ def fetch(
 ) -> None:
     """Mirror any number of documents into the store, in batches of 20."""
     from ..service import FetchInterrupted
+    from .embedding import embedding_shown, interrupted_note
     from .progress import Bar
 
     wanted = list(names) + (names_from_file(names_file) if names_file else [])
@@ -305,7 +308,7 @@ def fetch(
         raise click.UsageError("give document names or --names-file")
     mirror = open_mirror(ctx)
     try:
-        with Bar("fetching") as progress:
+        with embedding_shown(mirror, bar=False), Bar("fetching") as progress:
             mode = request_mode(mirror, max_age=max_age, refresh=refresh)
             report = mirror.fetch(wanted, mode, progress)
     except FetchInterrupted as stop:
@@ -327,6 +330,8 @@ def fetch(
                 "run the same command again to fetch only the rest"
             )
         click.echo(f"interrupted: {said}", err=True)
+        if note := interrupted_note(stop):
+            click.echo(note, err=True)
         ctx.exit(EXIT_INTERRUPTED)
     if as_json:
         click.echo(render.to_json(report.to_json()))

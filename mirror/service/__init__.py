@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from .probe import ProbeReport
     from .refresh import RefreshReport
     from .search import SearchResult
-    from .semantic import SemanticStatus
+    from .semantic import Embedding, SemanticStatus
 
 __all__ = [
     "FetchInterrupted",
@@ -114,6 +114,7 @@ class Mirror:
         self._upstream: Upstream | None = None
         self._context: Context | None = None
         self._outline: OutlineCache | None = None
+        self._embedding: Embedding | None = None
 
     def __enter__(self) -> Mirror:
         return self
@@ -136,10 +137,12 @@ class Mirror:
     def _ctx(self) -> Context:
         """The use cases' context, opening (and migrating) the store on first use."""
         if self._context is None:
-            from .semantic import watch
-
             self._store = self._open_reader() or self._open_store()
-            watch(self._store)  # each write's documents embedded after its commit
+            if self.settings.semantic:
+                from .semantic import watch
+
+                # Each write's documents embedded after its commit (semantic search).
+                watch(self._store, self._embedding_sink())
             if self.as_of is not None:
                 from ..store.as_of_view import AsOfStore
 
@@ -634,6 +637,22 @@ class Mirror:
         from . import semantic
 
         return semantic.status(self._ctx())
+
+    def _embedding_sink(self) -> Embedding:
+        if self._embedding is None:
+            from .semantic import Embedding
+
+            self._embedding = Embedding()
+        return self._embedding
+
+    def show_embedding(self, progress: Callable[[int, int], None] | None) -> None:
+        """Report the embedding after each write to `progress` (done, total); None stops."""
+        self._embedding_sink().progress = progress
+
+    @property
+    def embedding(self) -> Embedding:
+        """What this Mirror's writes embedded for semantic search so far, and in how long."""
+        return self._embedding_sink()
 
     def build_index(
         self, *, rebuild: bool = False, progress: Callable[[int, int], None] | None = None

