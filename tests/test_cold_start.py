@@ -287,7 +287,9 @@ def test_only_a_search_that_ranks_with_vectors_loads_the_model(
 ) -> None:
     """On a store with vectors, the model (onnxruntime, ~0.3 s of a cold start) loads for a
     search that ranks with them, never for another command."""
-    env = {**os.environ, "DK_MIRROR_DB": embedded_url, "PYTHONPATH": str(ROOT)}
+    # The tier as a user has it out of the box: the suite's switch (DK_MIRROR_SEMANTIC=off) unset.
+    env = {k: v for k, v in os.environ.items() if k != "DK_MIRROR_SEMANTIC"}
+    env.update(DK_MIRROR_DB=embedded_url, PYTHONPATH=str(ROOT))
     probe = PROBE.replace(repr(set(HEAVY)), repr({"onnxruntime", "tokenizers"}))
     run = subprocess.run(
         [sys.executable, "-c", probe, *argv], env=env, capture_output=True, text=True, timeout=60
@@ -297,3 +299,18 @@ def test_only_a_search_that_ranks_with_vectors_loads_the_model(
     loaded = run.stderr.strip().splitlines()[-1]
     ranks_with_vectors = argv[-1].startswith("why")
     assert loaded == ("['onnxruntime', 'tokenizers']" if ranks_with_vectors else "[]"), run.stderr
+
+
+@pytest.mark.slow
+def test_a_search_with_the_tier_turned_off_never_loads_the_model(embedded_url: str) -> None:
+    """DK_MIRROR_SEMANTIC=off on a store with vectors: a question is ranked by words, and the
+    command's warm-up starts no model load either."""
+    env = {**os.environ, "DK_MIRROR_DB": embedded_url, "PYTHONPATH": str(ROOT)}
+    env["DK_MIRROR_SEMANTIC"] = "off"
+    probe = PROBE.replace(repr(set(HEAVY)), repr({"onnxruntime", "tokenizers"}))
+    argv = ["search", "--offline", "why does a page wait before it reacts to a tap"]
+    run = subprocess.run(
+        [sys.executable, "-c", probe, *argv], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert run.stdout.strip() and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr
