@@ -398,6 +398,16 @@ def test_hybrid_finds_a_paraphrase_the_lexical_tier_misses(hybrid_store: str) ->
 
 
 @needs_model
+def test_a_string_no_page_holds_finds_nothing_with_vectors_on(hybrid_store: str) -> None:
+    """The dense tier always has nearest pages; for a word the store has never seen they are
+    noise, so the search says no results, as it does by words alone."""
+    with Mirror(Settings(db_url=hybrid_store, offline=True)) as mirror:
+        assert mirror.semantic_status().on
+        page = mirror.search_documents("zyzzyvaquokka", page_size=5, mode=Mode(offline=True))
+    assert page.page.results == ()
+
+
+@needs_model
 def test_hybrid_beats_lexical_on_the_paraphrase_suite(hybrid_store: str) -> None:
     queries = relevance()
     hits = {"lexical": 0, "hybrid": 0}

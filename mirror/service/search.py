@@ -368,6 +368,11 @@ def hybrid_ranking(
 
     if lexical is None:
         lexical = lexical_ranking(ctx, query, limit=depth, node=node)
+    if not lexical:
+        # No page holds any of the query's words (fuzzy matching included): the nearest
+        # vectors of a string the store has never seen are noise, not answers ("no results"
+        # says more). A question in other words still shares some word with its page.
+        return []
     # A hit's rank is minus the index's relevance (BM25 on SQLite, ts_rank on PostgreSQL).
     fused = score_fusion([(hit.name, -hit.rank) for hit in lexical], dense)
     return [DocumentHit(name, -score, score) for name, score in fused[:limit]]
