@@ -7,7 +7,8 @@ machine load hits every side alike, and prints each median's ratio to the baseli
 With --corpora, the store is the shared corpus (2,774 pages: the three files imported into
 one store, as `dk-mirror import` does) and the search is timed twice: on that store with its
 vectors (`dk-mirror index update`: the model loads in a cold process) and on a copy without
-them (the lexical tier alone). Questions rotate through QUESTIONS, so no run repeats the last.
+them, imported and searched with DK_MIRROR_SEMANTIC=off (the lexical tier alone).
+Questions rotate through QUESTIONS, so no run repeats the last.
 With --compare DIR, every dk-mirror side also runs from the checkout in DIR (e.g. a clone of
 main at the commit before a change), interleaved with the rest: a before/after in one run.
 
@@ -106,11 +107,19 @@ def prepare_stores(
         return {"lexical": f"sqlite:///{lexical}", "hybrid": f"sqlite:///{hybrid}"}
     for name in CORPUS_FILES:
         path = str(corpus_file(name, corpus))
-        _run(["import", path], {**env, "DK_MIRROR_DB": f"sqlite:///{lexical}"})
+        _run(
+            ["import", path], {**_store_env(env, "lexical"), "DK_MIRROR_DB": f"sqlite:///{lexical}"}
+        )
     _copy_store(lexical, hybrid)
     print("embedding the corpus (dk-mirror index update) ...", file=sys.stderr)
     _run(["index", "update"], {**env, "DK_MIRROR_DB": f"sqlite:///{hybrid}"})
     return {"lexical": f"sqlite:///{lexical}", "hybrid": f"sqlite:///{hybrid}"}
+
+
+def _store_env(env: dict[str, str], role: str) -> dict[str, str]:
+    """The environment of a command on the store of `role`: the lexical store is one whose
+    user turned the dense tier off (an import embeds by default, a search ranks with vectors)."""
+    return {**env, "DK_MIRROR_SEMANTIC": "off"} if role == "lexical" else dict(env)
 
 
 def commands(stores: dict[str, str]) -> dict[str, tuple[str, list[str]]]:
@@ -173,7 +182,7 @@ def main() -> None:
         }
         for suffix, (prefix, base_env) in checkouts.items():
             for label, (role, argv) in commands(stores).items():
-                side_env = {**base_env, "DK_MIRROR_DB": stores[role]}
+                side_env = {**_store_env(base_env, role), "DK_MIRROR_DB": stores[role]}
                 sides[f"dk-mirror {label}{suffix}"] = (prefix + argv, side_env)
         questions = itertools.cycle(QUESTIONS)
         times: dict[str, list[float]] = {label: [] for label in sides}
@@ -190,7 +199,10 @@ def main() -> None:
             filled = [a.replace("{question}", QUESTIONS[0]) for a in argv]
             probe = [sys.executable, "-c", PROBE, *filled]
             found = subprocess.run(
-                probe, env={**env, "DK_MIRROR_DB": stores[role]}, capture_output=True, text=True
+                probe,
+                env={**_store_env(env, role), "DK_MIRROR_DB": stores[role]},
+                capture_output=True,
+                text=True,
             )
             heavy[label] = (found.stderr.strip().splitlines() or ["?"])[-1]
     base = median(next(iter(times.values())))
