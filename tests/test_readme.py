@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -76,6 +77,18 @@ def test_the_run_command_works_with_no_key_and_no_network(tmp_path: Path):
     assert "mirrored 50 documents" in demo.stderr
     assert "no network used" in demo.stdout
     assert (tmp_path / "home" / "dk-mirror.sqlite3").is_file()
+    # The question the README's opening asks of the demo's store finds the page it names.
+    asked = re.search(
+        r'`dk-mirror search --offline "([^"]+)"` finds\s+"([^"]+)" first', " ".join(README.split())
+    )
+    assert asked, "the README's opening shows a question asked of the demo's store"
+    found = subprocess.run(
+        [sys.executable, "-m", "mirror", "search", "--offline", asked[1], "--json"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout)["results"][0]["document"]
+    assert first["title"] == asked[2], found.stdout
     # Every "next:" suggestion the demo prints works on the store it made.
     for line in demo.stdout.split("next:")[1].strip().splitlines():
         args = shlex.split(line)[1:]
