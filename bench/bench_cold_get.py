@@ -152,6 +152,9 @@ def main() -> None:
     )
     add_corpus_option(parser)
     args = parser.parse_args()
+    # A corpus folder named is a corpus to time: without it the bench would time the sample
+    # and never look at the folder (a wrong path passed silently).
+    args.corpora = args.corpora or args.corpus is not None
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "DK_MIRROR_HOME": str(Path(tmp) / "home")}
         env.pop("DK_MIRROR_DB", None)
