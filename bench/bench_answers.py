@@ -31,7 +31,7 @@ from mirror.service import answers, semantic
 from mirror.service.context import Context
 from mirror.store.store import Store
 
-from .bench_questions import GROUPS, Question, corpus_documents, load_questions
+from .bench_questions import GROUPS, Question, corpus_documents, load_questions, print_halves
 from .common import add_corpus_option
 
 OFFLINE = Mode(offline=True)
@@ -122,16 +122,7 @@ def main() -> None:
         print(json.dumps(results, indent=2, sort_keys=True))
         return
     print(f"{len(questions)} questions; answer@1 / search@1 / cited@3 (answer --offline)")
-    for half, groups in results.items():
-        print(f"\n{half} half")
-        print(f"{'':20}" + "".join(f"{name:>24}" for name in tiers))
-        for group, by_tier in groups.items():
-            cells = "".join(
-                "{:>24}".format("{answer@1:.2f} / {search@1:.2f} / {cited@3:.2f}".format(**m))
-                for m in by_tier.values()
-            )
-            count = next(iter(by_tier.values()))["queries"]
-            print(f"{group + f' ({count})':20}{cells}")
+    print_halves(results, "{answer@1:.2f} / {search@1:.2f} / {cited@3:.2f}", width=24)
     for tier, text, cited in misses:
         print(f"\nmiss ({tier}): {text}\n  cited: {cited}")
 

@@ -202,6 +202,19 @@ def table(questions: Sequence[Question], found: dict[str, list[int | None]]) -> 
     return out
 
 
+def print_halves(results: dict, cell: str, *, width: int) -> None:
+    """The metrics of `table` as text: a block per half, a row per group, a column per tier,
+    each cell `cell` formatted with the tier's metrics."""
+    for half, groups in results.items():
+        print(f"\n{half} half")
+        tiers = next(iter(groups.values()))
+        print(f"{'':20}" + "".join(f"{name:>{width}}" for name in tiers))
+        for group, by_tier in groups.items():
+            cells = "".join(f"{cell.format(**m):>{width}}" for m in by_tier.values())
+            count = next(iter(by_tier.values()))["queries"]
+            print(f"{group + f' ({count})':20}{cells}")
+
+
 def build_tiers(folder: Path, corpus: str | None, semantic: bool) -> tuple[dict[str, Ranker], list]:
     """Every tier over one store of the corpus (and what keeps them open)."""
     docs = corpus_documents(corpus)
@@ -270,16 +283,7 @@ def main() -> None:
         print(json.dumps(results, indent=2, sort_keys=True))
         return
     print(f"{len(questions)} questions; hit@1 / hit@5 / MRR@10; results grouped by page")
-    for half, groups in results.items():
-        print(f"\n{half} half")
-        print(f"{'':20}" + "".join(f"{name:>21}" for name in found))
-        for group, tiers_ in groups.items():
-            cells = "".join(
-                "{:>21}".format("{hit@1:.2f} / {hit@5:.2f} / {mrr@10:.2f}".format(**m))
-                for m in tiers_.values()
-            )
-            count = next(iter(tiers_.values()))["queries"]
-            print(f"{group + f' ({count})':20}{cells}")
+    print_halves(results, "{hit@1:.2f} / {hit@5:.2f} / {mrr@10:.2f}", width=21)
     for text, top in misses.items():
         print(f"\nmiss ({args.tier}): {text}\n  top 3: {top}")
 
