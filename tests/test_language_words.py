@@ -72,6 +72,10 @@ def test_the_function_words_of_the_query_s_language_are_dropped() -> None:
         without_function_words("mostrar um número de notificações não lidas no ícone", "pt")
         == "mostrar número notificações lidas ícone"
     )
+    assert (
+        without_function_words("как зарегистрировать сервис-воркер для офлайн-работы", "ru")
+        == "зарегистрировать сервис-воркер офлайн-работы"
+    )
     assert without_function_words("de la", "es") == "de la"  # nothing else: kept
     assert without_function_words("die Sandbox", "ja") == "die Sandbox"  # no list
 

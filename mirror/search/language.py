@@ -101,8 +101,8 @@ def query_language(query: str) -> str | None:
 
 def without_function_words(query: str, language: str) -> str:
     """`query` without its words that are function words of `language` (mirror.search.stopwords
-    lists them for Spanish, Portuguese, German and French), or `query` itself when no other
-    word would remain. For the ranking that puts the pages of the query's language first
+    lists them for Spanish, Portuguese, German, French and Russian), or `query` itself when
+    no other word would remain. For the ranking that puts the pages of the query's language first
     (`in_language_first`): there they are noise. Without that rule they are kept, since they
     are what tells a translation from the English page ("Migration vom Conversion
     Measurement API" finds the German page by "vom")."""

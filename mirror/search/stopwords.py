@@ -10,9 +10,9 @@ ahead of the one holding the question's real words.
 from __future__ import annotations
 
 # fmt: off
-# The function words of the Latin-script languages the corpus holds (articles, pronouns,
-# prepositions, conjunctions, auxiliaries, question words), as typed with or without their
-# accents (a reader often leaves them out of a query). Only function words: a content word
+# The function words of the other languages the corpus holds that write spaces between words
+# (articles, pronouns, prepositions, conjunctions, auxiliaries, question words), as typed with
+# or without their accents (a reader often leaves them out of a query). Only function words: a content word
 # that is also a sign of the language in mirror.search.language ("navegador", "usuario")
 # stays a term.
 OTHER = {
@@ -43,6 +43,13 @@ OTHER = {
         "elle", "en", "est", "et", "il", "je", "la", "le", "les", "leur", "ma", "mais", "me",
         "mes", "mon", "ne", "ou", "où", "par", "pas", "pour", "qu", "que", "qui", "sa", "se",
         "ses", "son", "sont", "sur", "un", "une", "vos", "votre", "y",
+    )),
+    # Russian (its one-letter words look like Latin letters: they are Cyrillic).
+    "ru": frozenset((
+        "а", "без", "в", "во", "вы", "да", "для", "до", "его", "ее", "её", "если", "же", "за",  # noqa: RUF001 (Cyrillic)
+        "и", "из", "или", "их", "к", "как", "ко", "который", "которые", "ли", "мне", "мой",
+        "мы", "на", "над", "не", "нет", "но", "о", "об", "от", "по", "под", "при", "с", "со",  # noqa: RUF001 (Cyrillic)
+        "так", "то", "у", "что", "чтобы", "это", "этот", "я",  # noqa: RUF001 (Cyrillic)
     )),
 }
 # fmt: on
