@@ -70,7 +70,13 @@ _FUNCTION_WORDS = {
 # fmt: on
 # Letters only one of these languages writes, and word endings only one of them spells so.
 _LETTERS = {"es": "ñ¿¡", "pt": "ãõç", "de": "ßäöü", "fr": "èêëàâîïôûùœ"}
-_ENDINGS = {"es": ("ción", "ciones"), "pt": ("ção", "ções"), "de": (), "fr": ()}
+# Also as typed without accents ("configuracion", "notificacoes"): English spells none so.
+_ENDINGS = {
+    "es": ("ción", "ciones", "cion"),
+    "pt": ("ção", "ções", "cao", "coes", "sao", "soes"),
+    "de": (),
+    "fr": (),
+}
 
 
 def query_language(query: str) -> str | None:
