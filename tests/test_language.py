@@ -38,6 +38,12 @@ RELEVANCE = ROOT / "tests" / "data" / "relevance.json"
         ("cómo detectar usuarios inactivos", "es"),  # one sign, no English word
         ("sensores de orientación y aceleración", "es"),  # endings only Spanish spells
         ("Warum brauchen wir Erstanbietersets", "de"),
+        # "do" and "no" are English stopwords and Portuguese function words.
+        ("abrir arquivos do sistema operacional direto no meu aplicativo", "pt"),
+        ("usar vídeo em vez de GIF animado para economizar dados", "pt"),  # "usar": es and pt
+        ("como saber se o usuário que está inativo", "pt"),  # "se", "que", "o": es and pt
+        ("mostrar notificacoes no icone do app", "pt"),  # "ções" typed without accents
+        ("compressao de texto no servidor", "pt"),
         # English, however many words it shares with those languages' spellings.
         ("how do I keep a service worker alive while waiting", None),
         ("es modules in a service worker", None),

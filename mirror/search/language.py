@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from .lexical import STOPWORDS
+from .stopwords import OTHER
 from .translations import locale_of
 
 Hit = TypeVar("Hit")
@@ -30,41 +31,52 @@ _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _WORD = re.compile(r"[^\W\d_]+")
+_WORD_ONLY = re.compile(r"[\W\d_]+")  # what is not a letter (punctuation around a word)
 
 # Function words of the Latin-script languages the corpus holds, left out when English text
 # has the same spelling ("a", "in", "on", "do", "as", "die"; "em" and "com" from CSS and
 # URLs, "e" from "e.g.") or when two of these languages share it ("para", "de", "como",
-# "está"): each word here names one language.
+# "está", "que", "se", "das", "des", "un", "ou", "navegador"): each word here names one
+# language.
 # fmt: off
 _FUNCTION_WORDS = {
     "es": frozenset((
-        "el", "la", "los", "las", "del", "al", "una", "unos", "unas", "y", "en", "con", "por",
-        "que", "qué", "cómo", "cuándo", "dónde", "es", "están", "su", "sus", "mi", "se",
-        "lo", "le", "les", "o", "pero", "sin", "desde", "hasta", "sobre", "entre", "muy",
-        "mis", "tu", "tus", "hay", "puedo", "usar", "usuario", "navegador",
+        "el", "la", "los", "las", "del", "al", "una", "unos", "unas", "y", "en", "con",
+        "qué", "cómo", "cuándo", "dónde", "es", "están", "su", "sus", "mi",
+        "lo", "pero", "sin", "hasta", "muy",
+        "mis", "tus", "hay", "puedo", "usuario", "cuando", "donde",
+        "también", "entonces", "hacer", "archivo", "archivos", "pantalla", "datos",
     )),
     "pt": frozenset((
-        "um", "uma", "uns", "umas", "os", "da", "dos", "das", "na", "nas", "nos", "ao", "aos",
+        "um", "uma", "uns", "umas", "os", "na", "nas", "ao", "aos",
         "pelo", "pela", "pelos", "pelas", "é", "não", "seu", "sua", "seus", "suas", "meu",
-        "minha", "ou", "mas", "sem", "muito", "são",
-        "posso", "usuário", "navegador", "página", "celular",
+        "minha", "sem", "muito", "são",
+        "posso", "usuário", "página", "celular", "você", "vez", "isso", "também",
+        "então", "onde", "fazer", "ainda", "depois", "aplicativo", "arquivo", "arquivos",
+        "tela", "dados",
     )),
     "de": frozenset((
-        "der", "das", "dem", "den", "des", "ein", "eine", "einen", "einem", "einer", "und",
+        "der", "dem", "den", "ein", "eine", "einen", "einem", "einer", "und",
         "mit", "von", "zu", "zum", "zur", "auf", "für", "ist", "sind", "nicht", "wie", "ich",
         "kann", "wird", "werden", "oder", "aber", "ohne", "beim", "im", "sich", "auch",
         "warum", "wir", "vom",
     )),
     "fr": frozenset((
-        "le", "les", "un", "une", "des", "du", "au", "aux", "et", "avec", "pour", "dans",
-        "sur", "est", "sont", "ne", "pas", "comment", "je", "mon", "ma", "mes", "ou", "mais",
+        "les", "une", "des", "du", "au", "aux", "et", "avec", "pour", "dans",
+        "sur", "est", "sont", "ne", "pas", "comment", "je", "mon", "ma", "mes",
         "sans", "très", "cette", "ce", "ces", "qui", "quand", "peut", "utiliser",
     )),
 }
 # fmt: on
 # Letters only one of these languages writes, and word endings only one of them spells so.
 _LETTERS = {"es": "ñ¿¡", "pt": "ãõç", "de": "ßäöü", "fr": "èêëàâîïôûùœ"}
-_ENDINGS = {"es": ("ción", "ciones"), "pt": ("ção", "ções"), "de": (), "fr": ()}
+# Also as typed without accents ("configuracion", "notificacoes"): English spells none so.
+_ENDINGS = {
+    "es": ("ción", "ciones", "cion"),
+    "pt": ("ção", "ções", "cao", "coes", "sao", "soes"),
+    "de": (),
+    "fr": (),
+}
 
 
 def query_language(query: str) -> str | None:
@@ -86,9 +98,25 @@ def query_language(query: str) -> str | None:
     best = max(votes, key=lambda lang: votes[lang])
     if votes[best] >= 2:
         return best
-    english = any(w in STOPWORDS for w in words)
+    # An English stopword that is a function word of that language too ("do" and "no" in
+    # Portuguese, "a" in Spanish) says nothing about which it is.
+    english = any(w in STOPWORDS and w not in OTHER[best] for w in words)
     strong = votes[best] - sum(len(w) == 1 and w in _FUNCTION_WORDS[best] for w in words)
     return best if strong >= 1 and not english else None
+
+
+def without_function_words(query: str, language: str) -> str:
+    """`query` without its words that are function words of `language` (mirror.search.stopwords
+    lists them for Spanish, Portuguese, German, French and Russian), or `query` itself when
+    no other word would remain. For the ranking that puts the pages of the query's language first
+    (`in_language_first`): there they are noise. Without that rule they are kept, since they
+    are what tells a translation from the English page ("Migration vom Conversion
+    Measurement API" finds the German page by "vom")."""
+    drop = OTHER.get(language)
+    if not drop:
+        return query
+    kept = [t for t in query.split() if _WORD_ONLY.sub("", t.casefold()) not in drop]
+    return " ".join(kept) if kept else query
 
 
 def _signs(words: Sequence[str], language: str) -> int:

@@ -28,6 +28,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from . import cjk_words
 from .chunking import Chunk, recent_chunks
 
 # At most this many chunks of one page in a result list (the issue: a page of 10 results
@@ -206,14 +207,15 @@ def _term(words: list[str]) -> Term:
 
 def query_terms(query: str) -> list[Term]:
     """The terms of a user query: its words, with words joined by punctuation (`tf.function`,
-    `chrome.runtime.onMessage`) kept together as one phrase; deduplicated, stopwords dropped
-    if others remain."""
+    `chrome.runtime.onMessage`) kept together as one phrase, Korean and Japanese words as
+    mirror.search.cjk_words cuts them; deduplicated, stopwords dropped if others remain."""
     text = unicodedata.normalize("NFC", query[:MAX_QUERY_CHARS])
     seen: dict[str, list[str]] = {}
     for token in text.split():
-        words = [w[:MAX_TERM_CHARS] for w in _words(token)]
-        if words:
-            seen.setdefault(" ".join(words).casefold(), words)
+        for piece in cjk_words.query_words(token):
+            words = [w[:MAX_TERM_CHARS] for w in _words(piece)]
+            if words:
+                seen.setdefault(" ".join(words).casefold(), words)
     terms = list(seen.items())
     content = [w for key, w in terms if key not in STOPWORDS]
     return [_term(words) for words in (content or [w for _, w in terms])[:MAX_TERMS]]

