@@ -63,6 +63,21 @@ def test_query_words_leave_other_tokens_as_typed() -> None:
     assert query_words("광고를?") == ["광고?"]  # punctuation stays for the tokenizer
 
 
+@pytest.mark.parametrize(
+    ("token", "words"),
+    [
+        ("Lighthouse에서", ["Lighthouse"]),  # "in" after a product name
+        ("API를", ["API"]),  # object particle after an acronym
+        ("Chrome의", ["Chrome"]),  # possessive: one syllable, still a particle here
+        ("DevTools에서는", ["DevTools"]),
+        ("HTTP2", ["HTTP2"]),
+        ("Chrome브라우저", ["Chrome브라우저"]),  # a word, not a particle: left to the bigrams
+    ],
+)
+def test_a_particle_written_after_a_latin_word_is_dropped(token: str, words: list[str]) -> None:
+    assert query_words(token) == words
+
+
 def test_the_function_words_of_the_query_s_language_are_dropped() -> None:
     assert (
         without_function_words("¿Cómo detectar el usuario inactivo en la pantalla?", "es")

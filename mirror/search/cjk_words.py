@@ -71,4 +71,15 @@ def query_words(token: str) -> list[str]:
         return [token]
     if _KANA.search(token):
         return japanese_pieces(token)
-    return [_HANGUL_WORD.sub(lambda word: korean_stem(word.group()), token)]
+    return [_HANGUL_WORD.sub(lambda word: _korean_part(token, word), token)]
+
+
+def _korean_part(token: str, run: re.Match[str]) -> str:
+    """The Hangul `run` of `token` as a query keeps it: a particle or ending written straight
+    after a Latin word or a number ("Lighthouse에서", "API를", "Chrome의") is dropped whole,
+    since the page writes the name without it; any other run loses its particle."""
+    word = run.group()
+    after_latin = run.start() > 0 and token[run.start() - 1].isalnum()
+    if after_latin and (word in _KOREAN_ENDINGS or word in _KOREAN_PARTICLES):
+        return ""
+    return korean_stem(word)
