@@ -83,6 +83,12 @@ def _fork_helper() -> tuple[int, int, int] | None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         _die_with_parent(parent)
+        # The helper never reads or writes the command's input and output: a reader of the
+        # command's output (`| head`, a pipe) then sees its end when the command ends.
+        quiet = os.open(os.devnull, os.O_RDWR)
+        os.dup2(quiet, 0)
+        os.dup2(quiet, 1)
+        os.close(quiet)
         forked_dense.serve(request_read, answer_write)  # never returns
     signal.pthread_sigmask(signal.SIG_SETMASK, held)
     os.close(request_read)
