@@ -99,9 +99,6 @@ def _fork_helper() -> tuple[int, int, int] | None:
         os.close(quiet)
         forked_dense.serve(request_read, answer_write)  # never returns
     signal.pthread_sigmask(signal.SIG_SETMASK, held)
-    # This process runs one search and exits: collections cost ~14 ms of its CPU (measured
-    # with getrusage on the corpora store) and free next to nothing before the exit does.
-    gc.disable()
     os.close(request_read)
     os.close(answer_write)
     if pid < 0:
