@@ -1,5 +1,5 @@
 """`python -m mirror` runs the dk-mirror command."""
 
-from .cli.main import main
+from .cli.start import main
 
 main()

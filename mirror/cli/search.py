@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from datetime import UTC, datetime
 
@@ -59,7 +60,17 @@ def search(
     # First: the embedding model (when this search ranks with vectors) loads in the background
     # while the rest of the search imports, opens and ranks lexically (service/warmup.py).
     if not fetch:  # --fetch goes upstream, or is a usage error offline
-        mirror.warm_search(query, page_size=limit, page_token=page_token, filter=filter_text)
+        from .start import take_helper
+
+        helper = take_helper()  # forked as the command started, if it looked like this search
+        if helper is not None:
+            # A cold offline search, in a process that exits after it: collections cost
+            # ~14 ms of its CPU (getrusage on the corpora store) and free next to nothing
+            # before the exit does.
+            gc.disable()
+        mirror.warm_search(
+            query, page_size=limit, page_token=page_token, filter=filter_text, helper=helper
+        )
     result = mirror.search_documents(
         query, page_size=limit, page_token=page_token, filter=filter_text, fetch=fetch
     )

@@ -158,6 +158,11 @@ class Embedder:
             self._pending.pop(text, None)
         return None
 
+    def load(self) -> None:
+        """Load the model now, in this thread (a process that does nothing else meanwhile:
+        service/forked_dense.py)."""
+        self._ensure_loaded()
+
     def _ensure_loaded(self) -> None:
         with self._load_lock:
             if self._session is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from ..search import filters
     from ..store.api import StoreReads
     from ..store.textindex.ranking import DocumentHit
+
+log = logging.getLogger(__name__)
 
 # Page tokens the local index gives out start with this; upstream's never do.
 LOCAL_TOKEN = "local."
@@ -266,9 +269,16 @@ def snippets(
     return found if found is not None else [best_window(text, query) for text in shown]
 
 
+def local_need(request: SearchRequest) -> int:
+    """How many documents the local ranking of `request` needs: up to the end of its page,
+    and one more to know whether a next page exists."""
+    offset = _decode_token(request) if request.page_token else 0
+    return offset + request.page_size + 1
+
+
 def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     offset = _decode_token(request) if request.page_token else 0
-    need = offset + request.page_size + 1
+    need = local_need(request)
     ranking = hybrid_ranking(ctx, request.query, limit=need, node=request.node)
     if ranking is None:
         # Every document gives at least one chunk, so this many documents always fill the page.
@@ -307,6 +317,11 @@ def symbol_first(
 # chosen; it replaced RRF k 10 with the dense ranking weighted 0.5).
 LEXICAL_DEPTH = 100
 DENSE_DEPTH = 100
+
+
+def dense_limit(limit: int) -> int:
+    """How deep the dense ranking goes for a hybrid ranking of `limit` documents."""
+    return max(limit, DENSE_DEPTH)
 
 
 def embeds(query: str) -> bool:
@@ -353,9 +368,24 @@ def hybrid_ranking(
         return in_language_first(deep, lambda hit: hit.name, language)[:limit]
     if not ctx.settings.semantic:
         return None  # DK_MIRROR_SEMANTIC=off: words only, the model never loaded
+    depth = max(limit, LEXICAL_DEPTH)
+    from . import forked_dense
+
+    helper = forked_dense.take(query, dense_limit(limit), node)
+    if helper is not None:  # a cold search: its dense ranking runs in a helper process
+        hits = lexical_ranking(ctx, query, limit=depth, node=node)
+        outcome = helper.collect()
+        if outcome.failed is not None:
+            log.warning(forked_dense.FAILED.format(reason=outcome.failed))
+            return None
+        if not outcome.local:
+            return _fused(hits, outcome.ranking, limit)
+        from .semantic import dense as dense_ranking  # a store the helper could not read
+
+        dense = dense_ranking(ctx.store, query, limit=dense_limit(limit), where=node)
+        return _fused(hits, dense, limit)
     from ..semantic.model import prefetch_query
 
-    depth = max(limit, LEXICAL_DEPTH)
     # The query's embedding (~10 ms of CPU) runs beside the lexical ranking when the model is
     # loaded, i.e. the tier answered before in this process. Otherwise the dense ranking
     # comes first, as before: when the tier is off, `_local` ranks lexically to its own depth
@@ -364,14 +394,24 @@ def hybrid_ranking(
     lexical = lexical_ranking(ctx, query, limit=depth, node=node) if prefetch_query(query) else None
     from .semantic import dense as dense_ranking
 
-    dense = dense_ranking(ctx.store, query, limit=max(limit, DENSE_DEPTH), where=node)
+    dense = dense_ranking(ctx.store, query, limit=dense_limit(limit), where=node)
+    if dense is None:
+        return None
+    if lexical is None:
+        lexical = lexical_ranking(ctx, query, limit=depth, node=node)
+    return _fused(lexical, dense, limit)
+
+
+def _fused(
+    lexical: list[DocumentHit], dense: list[tuple[str, float]] | None, limit: int
+) -> list[DocumentHit] | None:
+    """The first `limit` of the two rankings fused; None without a dense one (no vectors of
+    this model: words only)."""
     if dense is None:
         return None
     from ..search.fusion import score_fusion
     from ..store.textindex.ranking import DocumentHit
 
-    if lexical is None:
-        lexical = lexical_ranking(ctx, query, limit=depth, node=node)
     if not lexical:
         # No page holds any of the query's words (fuzzy matching included): the nearest
         # vectors of a string the store has never seen are noise, not answers ("no results"

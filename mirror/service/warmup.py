@@ -1,20 +1,29 @@
 """Loading the embedding model ahead of need, so no query waits for it.
 
-A cold `dk-mirror search --offline` with vectors on spends most of its time building the
-model's onnxruntime session (a few hundred ms on the 2-core machine), which runs without the
-GIL: started in a worker thread as soon as the command knows it will rank with vectors, it
-overlaps the imports, the store's opening and the lexical ranking instead of following them
-(bench/bench_cold_get.py). A server loads it at startup instead of on its first query.
+A cold `dk-mirror search --offline` with vectors on spends most of its time importing the
+model's packages and building its onnxruntime session. The command forks a helper process
+that does so as it starts, and asks it for the whole dense ranking here, once it knows the
+search ranks with vectors (forked_dense.py); without a helper (no fork on the platform, or a
+library caller) a worker thread loads the model and embeds the query, overlapping what of
+that runs without the GIL (bench/bench_cold_get.py). A server loads it at startup instead of
+on its first query.
 
-Both start nothing when the store has no vectors, or vectors of another model: a lexical
-search pays one small query here and no thread.
+Neither is used for a store without vectors (a helper forked already is dismissed): a
+lexical search pays one small query here. Vectors of another model are found out by the
+helper or the thread, which then load nothing, and the search ranks by words.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidInput
 from ..policy import Mode
 from .context import Context
-from .search import LOCAL_TOKEN, SearchRequest, embeds
+from .search import LOCAL_TOKEN, SearchRequest, dense_limit, embeds, local_need
+
+if TYPE_CHECKING:
+    from .forked_dense import Helper
 
 
 def may_rank_with_vectors(request: SearchRequest, mode: Mode) -> bool:
@@ -24,20 +33,21 @@ def may_rank_with_vectors(request: SearchRequest, mode: Mode) -> bool:
     return local and embeds(request.query)
 
 
-def for_one_search(ctx: Context, request: SearchRequest, mode: Mode) -> bool:
-    """Before running `request` in a process that runs just it: start loading the model
-    and embedding its query in the background when the local ranking will use vectors.
-    Says whether it started."""
-    if not ctx.settings.semantic or not may_rank_with_vectors(request, mode):
-        return False  # DK_MIRROR_SEMANTIC=off never loads the model
-    state = ctx.store.semantic_state()
-    if state is None:
+def for_one_search(
+    ctx: Context, request: SearchRequest, mode: Mode, helper: Helper | None = None
+) -> bool:
+    """Before running `request` in a process that runs just it: when the local ranking will
+    use vectors, ask `helper` (forked at the command's start) for the dense ranking, or
+    without one start loading the model and embedding the query in a thread; a helper not
+    needed is dismissed. Says whether either started."""
+    if helper is not None and _ask(ctx, request, mode, helper):
+        return True
+    model_key = _vectors_ranking(ctx, request, mode)
+    if model_key is None:
         return False
-    if ctx.store.recordings.page(request.key) is not None:
-        return False  # a recorded page answers it: nothing is ranked
     from ..semantic import model
 
-    model.warm_for_query(request.query, state.model)
+    model.warm_for_query(request.query, model_key)
     return True
 
 
@@ -54,3 +64,33 @@ def for_serving(ctx: Context) -> bool:
 
     model.warm(state.model)
     return True
+
+
+def _vectors_ranking(ctx: Context, request: SearchRequest, mode: Mode) -> str | None:
+    """The model key of the store's vectors when the local ranking of `request` uses them,
+    else None."""
+    if not ctx.settings.semantic or not may_rank_with_vectors(request, mode):
+        return None  # DK_MIRROR_SEMANTIC=off never loads the model
+    state = ctx.store.semantic_state()
+    if state is None:
+        return None
+    if ctx.store.recordings.page(request.key) is not None:
+        return None  # a recorded page answers it: nothing is ranked
+    return state.model
+
+
+def _ask(ctx: Context, request: SearchRequest, mode: Mode, helper: Helper) -> bool:
+    """Ask `helper` for `request`'s dense ranking when the search needs one; else dismiss
+    it (it stops loading at once, and frees the other core)."""
+    try:
+        # An as-of read ranks the store as it was: the helper reads it as it is now.
+        if ctx.as_of is None and _vectors_ranking(ctx, request, mode) is not None:
+            from . import forked_dense
+
+            limit = dense_limit(local_need(request))
+            forked_dense.ask(helper, ctx.settings, request.query, limit, request.node)
+            return True
+    except InvalidInput:
+        pass  # a page token that is not ours: the search says so
+    helper.dismiss()
+    return False
