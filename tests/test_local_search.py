@@ -506,3 +506,31 @@ def test_the_section_holding_most_of_a_question_outranks_its_words_in_a_title(
     store.close()
     assert ranked[:2] == [answer.name, titled.name]
     assert keywords[0] == titled.name
+
+
+def test_a_title_naming_every_keyword_outranks_a_short_title_naming_some(tmp_path: Path) -> None:
+    """Each keyword scores its best field alone, so a short title holding two of three (the
+    third in the description) beat a longer title holding all three; a title that holds every
+    term of the query now adds its score (issue 27)."""
+    intro = _doc("blog/memory-inspector", "Introducing the Memory Inspector", "")
+    intro = replace(
+        intro,
+        description="Inspect your ArrayBuffer and Wasm memory.",
+        content="# Introducing the Memory Inspector\n\nThe Memory Inspector has landed. "
+        + _filler(60),
+    )
+    guide = _doc(
+        "docs/memory-inspector",
+        "Memory Inspector: Inspect ArrayBuffer, TypedArray, DataView, and Wasm Memory",
+        "# Memory Inspector: Inspect ArrayBuffer, TypedArray, DataView, and Wasm Memory\n\n"
+        "Open the Memory Inspector from a breakpoint. " + _filler(1200),
+    )
+    store = Store.open(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    store.put(
+        [intro, guide, _doc("blog/other", "Other", "# Other\n\nNothing here.")],
+        fetched_at=0.0,
+        upstream="test",
+    )
+    ranked = [h.name for h in store.rank_documents("memory inspector wasm", limit=5)]
+    store.close()
+    assert ranked == [guide.name, intro.name]
