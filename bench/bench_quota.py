@@ -52,6 +52,9 @@ def run(
         ENV_GET_RATE: str(args.per_minute),
         ENV_QUOTA_WINDOW: str(args.window),
         "PYTHONPATH": str(ROOT),
+        # Words only: the quota's pacing is timed here; embedding what each fetch wrote would
+        # add model time after the last call (bench_import_embed times that).
+        "DK_MIRROR_SEMANTIC": "off",
     }
     procs = [
         subprocess.Popen(

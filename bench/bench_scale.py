@@ -84,8 +84,9 @@ def files_for(cache: Path, size: int) -> list[tuple[Path, int, int]]:
 def child_env() -> dict[str, str]:
     """The environment of the timed commands: this checkout's code, and bytecode cached as an
     installed package has it (PYTHONDONTWRITEBYTECODE would make every `status` compile
-    every module again: 0.15 s of CPU, more than the command's own work)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    every module again: 0.15 s of CPU, more than the command's own work). Words only
+    (DK_MIRROR_SEMANTIC=off): the import's embedding is bench_import_embed's to time."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DK_MIRROR_SEMANTIC="off")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 

@@ -176,6 +176,18 @@ def seed(mirror: Mirror, docs, *, fetched_at: float, upstream: str = "test") -> 
         store.close()
 
 
+def seed_each(mirror: Mirror, dated, *, upstream: str = "test") -> None:  # type: ignore[no-untyped-def]
+    """Write each (document, fetched_at) of `dated` into `mirror`'s store in a write of its
+    own, in the order given. One store for them all: `seed` per document opened the store
+    each time (migrations checked, search index opened): ~0.3 s a write against ~0.03 s."""
+    store = open_store(mirror)
+    try:
+        for doc, fetched_at in dated:
+            store.put([doc], fetched_at=fetched_at, upstream=upstream)
+    finally:
+        store.close()
+
+
 def stored(mirror: Mirror, names):  # type: ignore[no-untyped-def]
     """name -> CachedDocument for the names `mirror`'s store holds."""
     store = open_store(mirror)

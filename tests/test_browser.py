@@ -24,7 +24,7 @@ import pytest
 from mirror.config import Settings
 from mirror.records import read_sample
 from mirror.service import Mirror
-from tests.conftest import seed
+from tests.conftest import seed_each
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -61,8 +61,8 @@ def store_path(tmp_path: Path) -> Path:
     path = tmp_path / "browser.sqlite3"
     now = time.time()
     with Mirror(Settings(db_url=f"sqlite:///{path}")) as mirror:
-        for i, doc in enumerate(read_sample()):
-            seed(mirror, [doc], fetched_at=now - _sample_age(i) * DAY, upstream="sample")
+        dated = [(doc, now - _sample_age(i) * DAY) for i, doc in enumerate(read_sample())]
+        seed_each(mirror, dated, upstream="sample")
     return path
 
 
@@ -265,9 +265,11 @@ def changed_store_path(store_path: Path) -> Path:
         (tensorflow, 2, "\nCache less.\n"),
     ]
     with Mirror(Settings(db_url=f"sqlite:///{store_path}")) as mirror:
-        for doc, days_ago, extra in sorted(edits, key=lambda e: -e[1]):
-            changed = replace(doc, content=(doc.content or "") + extra).with_derived_fields()
-            seed(mirror, [changed], fetched_at=now - days_ago * DAY)
+        changed = [
+            (replace(doc, content=(doc.content or "") + extra).with_derived_fields(), days_ago)
+            for doc, days_ago, extra in sorted(edits, key=lambda e: -e[1])
+        ]
+        seed_each(mirror, [(doc, now - days_ago * DAY) for doc, days_ago in changed])
     return store_path
 
 

@@ -21,7 +21,7 @@ from mirror.errors import NetworkForbidden
 from mirror.models import Document
 from mirror.service import Mirror
 from mirror.snapshots.format import SnapshotError
-from tests.conftest import open_store, seed, stored
+from tests.conftest import open_store, seed, seed_each, stored
 from tests.emulator_fixtures import corpus_documents
 
 TF = "documents/www.tensorflow.org/hub/caching"
@@ -45,8 +45,8 @@ def _close_mirrors():  # type: ignore[no-untyped-def]
 
 def _store(tmp_path: Path, name: str, docs: list[Document], **settings) -> Mirror:  # type: ignore[no-untyped-def]
     mirror = Mirror(Settings(db_url=f"sqlite:///{tmp_path / name}.sqlite3", **settings))
-    for doc in docs:  # one write per document: insertion order is what the caller gave
-        seed(mirror, [doc], fetched_at=random.random() * 1e9, upstream="test")
+    # One write per document: insertion order is what the caller gave.
+    seed_each(mirror, [(doc, random.random() * 1e9) for doc in docs])
     _OPEN.append(mirror)
     return mirror
 

@@ -15,6 +15,7 @@ import click
 import pytest
 
 from mirror.cli.main import cli
+from mirror.config import ENV_SEMANTIC
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -186,6 +187,9 @@ def test_the_team_section_copies_a_store_into_postgresql(pg_url: str, tmp_path: 
     store.parent.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
     env.update(HOME=str(home), PYTHONPATH=str(ROOT))
+    # The suite's semantic switch stays (tests/conftest.py): this is about the copy, and with
+    # the tier on the import loaded the model and embedded the sample first.
+    env[ENV_SEMANTIC] = os.environ[ENV_SEMANTIC]
     made = subprocess.run(
         [sys.executable, "-m", "mirror", "--db", str(store), "import", "--sample"],
         env=env, capture_output=True, text=True, timeout=120,
