@@ -231,6 +231,32 @@ def test_ctrl_c_during_a_cold_search_leaves_no_process_and_no_traceback(
     assert not any(_running(pid) for pid in helpers)
 
 
+def test_a_command_that_ignores_ctrl_c_keeps_its_helper_through_one(
+    embedded: Path, env: dict[str, str]
+) -> None:
+    # Started as `nohup` or a script's `cmd &` starts it: SIGINT ignored from the start. A
+    # Ctrl-C to the group then changes nothing: the helper ignores it too, and the search
+    # ranks with its vectors as usual.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror", "--offline", "search", QUESTION],
+        env={**env, "DK_MIRROR_DB": f"sqlite:///{embedded}"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    deadline = time.monotonic() + 60
+    while not _children(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert _children(process.pid), "no helper was forked"
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "semantic search failed" not in stderr, stderr
+    assert "1. " in stdout
+
+
 def test_a_helper_no_search_takes_is_gone_when_the_command_ends(
     embedded: Path, env: dict[str, str]
 ) -> None:

@@ -84,8 +84,12 @@ def _fork_helper() -> tuple[int, int, int] | None:
     if pid == 0:
         os.close(request_write)
         os.close(answer_read)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # A signal the command ignores (started by `nohup`, or with `&` from a script) is
+        # ignored here too: else the helper alone would die of it, and the search lose its
+        # vectors.
+        for number in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(number) is not signal.SIG_IGN:
+                signal.signal(number, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         _die_with_parent(parent)
         # A short life that makes few cycles: collections while numpy and onnxruntime import
