@@ -120,9 +120,9 @@ def test_a_helper_that_fails_leaves_the_search_to_words_and_says_why(
 
 
 @pytest.fixture
-def silent() -> Iterator[tuple[int, int, int]]:
-    """A process that never answers (as a hung helper): its pid, and the two pipes' ends
-    a helper is given, the other ends held open by it."""
+def silent() -> Iterator[forked_dense.Helper]:
+    """A process that never answers (as a hung helper), as the command holds a helper: its
+    pid and the two pipes' ends a helper is given, the other ends held open by it."""
     request_read, request_write = os.pipe()
     answer_read, answer_write = os.pipe()
     process = subprocess.Popen(
@@ -131,7 +131,7 @@ def silent() -> Iterator[tuple[int, int, int]]:
     )
     os.close(request_read)
     os.close(answer_write)
-    yield process.pid, request_write, answer_read
+    yield forked_dense.Helper(process.pid, request_write, answer_read)
     if process.poll() is None:
         process.kill()
         process.wait()
@@ -139,7 +139,7 @@ def silent() -> Iterator[tuple[int, int, int]]:
 
 def test_a_helper_that_does_not_answer_in_time_is_killed_and_the_search_ranks_by_words(
     embedded: Path,
-    silent: tuple[int, int, int],
+    silent: forked_dense.Helper,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -153,7 +153,7 @@ def test_a_helper_that_does_not_answer_in_time_is_killed_and_the_search_ranks_by
     ranked = [(r.parent, r.id, r.relevance_score or 0.0) for r in page.results]
     assert _same(ranked, _in_process(embedded, semantic_on=False))
     assert "semantic search failed (no answer within 0.5 s): ranked by words only" in caplog.text
-    assert not _running(silent[0])  # killed and reaped
+    assert not _running(silent.pid)  # killed and reaped
 
 
 def _running(pid: int) -> bool:

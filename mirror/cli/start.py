@@ -12,18 +12,20 @@ only a helper's start when wrong, since the search decides for itself whether to
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import gc
 import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..config import ENV_OFFLINE, ENV_SEMANTIC, ENV_STRICT_OFFLINE
 
-# The helper forked for this process: (pid, request fd, answer fd), until a search takes it.
-_forked: tuple[int, int, int] | None = None
+if TYPE_CHECKING:
+    from ..service.forked_dense import Helper
+
+# The helper forked for this process, until a search takes it (killed at exit if none does).
+_forked: Helper | None = None
 # Options after which the search cannot rank locally with vectors, or is not run at all.
 _NOT_RANKED_HERE = {"--fetch", "--as-of", "--help", "-h", "--version"}
 
@@ -38,7 +40,7 @@ def main() -> None:
     run()
 
 
-def take_helper() -> tuple[int, int, int] | None:
+def take_helper() -> Helper | None:
     """The helper forked at start, handed over once (None: there is none)."""
     global _forked
     found, _forked = _forked, None
@@ -62,7 +64,7 @@ def _may_rank_with_vectors(args: Sequence[str], env: Mapping[str, str]) -> bool:
     )
 
 
-def _fork_helper() -> tuple[int, int, int] | None:
+def _fork_helper() -> Helper | None:
     # Imported before the fork: what both processes need (the helper's code, the Reader) is
     # then imported once, not in each.
     from ..service import forked_dense
@@ -109,23 +111,8 @@ def _fork_helper() -> tuple[int, int, int] | None:
         os.close(request_write)
         os.close(answer_read)
         return None
-    atexit.register(_dismiss_untaken)
-    return pid, request_write, answer_read
-
-
-def _dismiss_untaken() -> None:
-    """At exit, a helper no search took (the command was not one after all, or failed
-    first): killed and reaped, never left behind."""
-    found = take_helper()
-    if found is None:
-        return
-    pid, request_fd, answer_fd = found
-    os.close(request_fd)
-    os.close(answer_fd)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    # Killed and reaped at exit unless a search collects its answer (Helper.finish).
+    return forked_dense.Helper(pid, request_write, answer_read)
 
 
 def _die_with_parent(parent: int) -> None:

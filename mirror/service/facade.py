@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from .copying import CopyReport
     from .crawl import CrawlSpec
     from .crawl_reports import CrawlOptions, CrawlProgress, CrawlReport
+    from .forked_dense import Helper
     from .history import VersionDiff
     from .outline import Outline, OutlineCache, Suggestion
     from .probe import ProbeReport
@@ -452,27 +453,22 @@ class Mirror:
         page_token: str | None = None,
         filter: str | None = None,
         mode: Mode | None = None,
-        helper: tuple[int, int, int] | None = None,
+        helper: Helper | None = None,
     ) -> bool:
         """For a process that runs one search (the CLI): start loading the embedding model
         and embedding `query` in the background when the local ranking will use vectors,
-        before `search_documents` is asked the same. Says whether it started. `helper`:
-        (pid, request fd, answer fd) of a process forked at the command's start to rank
-        with vectors (cli/start.py, service/forked_dense.py), asked here or dismissed."""
+        before `search_documents` is asked the same. Says whether it started. `helper`: a
+        process forked at the command's start to rank with vectors (cli/start.py,
+        service/forked_dense.py), asked here or dismissed."""
         from . import search, warmup
 
-        forked = None
-        if helper is not None:
-            from .forked_dense import Helper
-
-            forked = Helper(*helper)
         request = search.make_request(query, page_size, page_token, filter)
         chosen = mode or self.default_mode()
         if not warmup.may_rank_with_vectors(request, chosen):
-            if forked is not None:
-                forked.dismiss()
+            if helper is not None:
+                helper.dismiss()
             return False  # online: upstream answers; the store is not even opened here
-        return warmup.for_one_search(self._ctx(), request, chosen, forked)
+        return warmup.for_one_search(self._ctx(), request, chosen, helper)
 
     def snippets(self, query: str, contents: Sequence[str]) -> list[list[tuple[str, bool]]]:
         """The snippet of each chunk text of a page of results for `query`: (segment, marked)
