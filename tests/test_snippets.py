@@ -54,6 +54,13 @@ def test_stop_words_of_the_query_are_not_marked():
     assert {s for s, m in best_window("To be or not to be.", "to be") if m} == {"To", "be", "to"}
 
 
+def test_the_letter_an_apostrophe_leaves_is_not_marked():
+    segments = best_window("Save the user's options across devices.", "the user's options")
+    assert {s for s, m in segments if m} == {"user", "options"}
+    # A one-character word of a CJK query is a word: it is marked.
+    assert {s for s, m in best_window("使用 可 以", "可") if m} == {"可"}
+
+
 def test_plain_text_drops_html_tags_and_decodes_entities():
     assert plain_text('Trace once.<br/><div style="font-style: italic;">Note&nbsp;this.</div>') == (
         "Trace once. Note this."
@@ -110,6 +117,14 @@ RESIDUE = [
         '        Note: hub.KerasLayer <span style="font-weight: bold;">does not</span>\n'
         "        fill in graph collections",
         "per the custom model_fn guide. Note: hub.KerasLayer does not fill in graph collections",
+    ),
+    (  # developer.chrome.com/docs/extensions/mv3/options: link reference definitions at the end
+        "provide fixed minimum dimensions for the options page to ensure that the\n"
+        "embedded page will find an appropriate size.\n\n"
+        "[1]: /docs/extensions/reference/storage#property-sync\n[2]: #full_page\n"
+        "  [comment]: <> (TODO: update the using-plugins link)\n",
+        "provide fixed minimum dimensions for the options page to ensure that the embedded page "
+        "will find an appropriate size.",
     ),
     (  # developer.chrome.com/articles/css-layout-gets-smarter-with-calc: an 8 KB inline image
         "If it had a background color of green it\u2019d look like:\n\n"

@@ -40,6 +40,9 @@ _NOISE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (re.compile(r"\{%[\s\S]{0,2000}?%\}"), " "),
     (re.compile(r"\{#[\s\S]{0,2000}?#\}"), " "),
     (re.compile(r"\{:[^}]*\}"), " "),
+    # A link reference definition (`[1]: /docs/extensions/reference/storage`), a whole line:
+    # 616 pages of the corpus end with a list of them, which read as a run of URLs.
+    (re.compile(r"(?m)^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*\S[^\n]*$"), " "),
     # Link text may hold brackets of its own (`[[devtools] Use X](https://...)`), and a link
     # target parentheses (`(https://en.wikipedia.org/wiki/Foo_(bar))`), one level deep. Written
     # as unrolled loops (a run of plain characters, then bracketed groups each followed by
@@ -92,7 +95,10 @@ def _matcher(query: str) -> set[str]:
     (search is stemmed: "otter" finds and marks "otters"). Stopwords ("to", "from") are left
     unmarked, as search leaves them out, unless the query has no other word."""
     words = query_words(query)
-    content = {w for w in words if w not in STOPWORDS} or words
+    # A lone Latin letter is what an apostrophe leaves ("user's" -> "user", "s"): marking
+    # every "s" of the window is noise. A lone CJK character is a word, and stays.
+    content = {w for w in words if w not in STOPWORDS and not (len(w) == 1 and w.isascii())}
+    content = content or words
     return {stem_key(w) for w in content}
 
 
