@@ -131,6 +131,29 @@ def test_import_is_all_or_nothing(run, tmp_path: Path):
     assert run("get", "--offline", TF).stdout == "# x\n"
 
 
+def test_several_files_are_one_import(run, tmp_path: Path):
+    def record(name: str) -> str:
+        return json.dumps({"name": name, "uri": "https://x.test/", "title": "t", "content": "c"})
+
+    first, second = tmp_path / "chrome.jsonl.gz", tmp_path / "tensorflow.jsonl"
+    _write_gz(first, [record("documents/developer.chrome.com/a") + "\n"])
+    second.write_text(record(TF) + "\n{not json\n", encoding="utf-8")
+    # A bad record in the last file: none of the first file's are stored, and the error
+    # names the file and the line to fix.
+    result = run("import", str(first), str(second))
+    assert result.exit_code == 2 and "tensorflow.jsonl" in result.stderr
+    assert "line 2" in result.stderr
+    assert _stored_count(run) == 0
+    missing = run("import", str(first), str(tmp_path / "typo.jsonl"))
+    assert missing.exit_code == 2 and "typo.jsonl" in missing.stderr
+    assert _stored_count(run) == 0
+
+    second.write_text(record(TF) + "\n", encoding="utf-8")
+    result = run("import", str(first), str(second))
+    assert result.exit_code == 0 and "imported 2 documents (2 new" in result.stderr
+    assert _stored_count(run) == 2
+
+
 def test_import_sample_and_db_commands(run):
     assert "imported 50 documents" in run("import", "--sample").stderr
     assert "up to date" in run("db", "status").stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -163,7 +164,10 @@ def test_every_repository_path_named_exists_in_a_clone():
         untracked = sorted(
             p
             for p in named
-            if not any(t == p or t.startswith(p.rstrip("/") + "/") for t in tracked)
+            if not any(
+                t == p or t.startswith(p.rstrip("/") + "/") or fnmatch.fnmatch(t, p)
+                for t in tracked
+            )
         )
         assert not untracked, f"README names paths git does not track: {untracked}"
 

@@ -62,7 +62,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @click.command(name="import")
-@click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument(
+    "files", nargs=-1, metavar="[FILE]...", type=click.Path(path_type=Path, dir_okay=False)
+)
 @click.option("--sample", is_flag=True, help="Import the sample documents shipped with dk-mirror.")
 @click.option(
     "--overwrite",
@@ -74,16 +76,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @global_options
 @click.pass_context
 def import_(
-    ctx: click.Context, file: Path | None, sample: bool, overwrite: bool, as_json: bool
+    ctx: click.Context, files: tuple[Path, ...], sample: bool, overwrite: bool, as_json: bool
 ) -> None:
     """Import Document records from FILE.jsonl[.gz] (one JSON object per line), all or nothing.
+    Several files are one import: all of them or none.
 
     A stored copy with a newer updateTime (or with one, when the record has none) is kept
     and reported as skipped, unless --overwrite. A name given more than once is stored once:
     its last copy wins.
     """
-    if bool(file) == sample:
-        raise click.UsageError("give either FILE or --sample")
+    if bool(files) == sample:
+        raise click.UsageError("give either FILE... or --sample")
     from .embedding import embedding_shown
 
     mirror = open_mirror(ctx)
@@ -92,7 +95,7 @@ def import_(
         if sample:
             report = mirror.import_sample(overwrite=overwrite)
         else:
-            report = mirror.import_file(file, overwrite=overwrite)  # type: ignore[arg-type]
+            report = mirror.import_files(files, overwrite=overwrite)
         _said(report, as_json)
 
 

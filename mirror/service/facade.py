@@ -282,6 +282,10 @@ class Mirror:
         is kept, and reported as skipped, unless `overwrite`)."""
         return imports.import_file(self._ctx(), path, overwrite=overwrite)
 
+    def import_files(self, paths: Sequence[Path], *, overwrite: bool = False) -> ImportFileReport:
+        """Import several JSONL(.gz) files as one import, all or nothing."""
+        return imports.import_files(self._ctx(), paths, overwrite=overwrite)
+
     def import_sample(self, *, overwrite: bool = False) -> ImportFileReport:
         """Import the sample documents shipped with dk-mirror (newer stored copies kept)."""
         return imports.import_sample(self._ctx(), overwrite=overwrite)

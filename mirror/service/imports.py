@@ -3,8 +3,9 @@ into the store in one transaction, keeping newer stored copies unless told to ov
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 IMPORT_LOOKUP = 200
 # ... or fewer when their pages are big: the batch waiting for its lookup is held in memory.
 LOOKUP_CHARS = 2 << 20
+# Files an import of several names in its rows' provenance.
+SHOW_FILES = 3
 
 
 @dataclass(slots=True)
@@ -51,10 +54,27 @@ class ImportFileReport:
 def import_file(ctx: Context, path: Path, *, overwrite: bool = False) -> ImportFileReport:
     """Import Document records from a JSONL(.gz) file, streamed, all or nothing; a newer
     stored copy is kept unless `overwrite`."""
+    return import_files(ctx, [path], overwrite=overwrite)
+
+
+def import_files(
+    ctx: Context, paths: Sequence[Path], *, overwrite: bool = False
+) -> ImportFileReport:
+    """Import several JSONL(.gz) files as one import, in order, all or nothing: a bad record
+    in the last file leaves none of the first stored (`dk-mirror import corpus/*.jsonl.gz`)."""
     from ..records import iter_documents
 
-    docs = iter_documents(path, max_document_bytes=ctx.settings.max_document_bytes)
-    return _import(ctx, docs, f"import {path.name}", overwrite)
+    limit = ctx.settings.max_document_bytes
+    docs = chain.from_iterable(iter_documents(path, max_document_bytes=limit) for path in paths)
+    return _import(ctx, docs, _label(paths), overwrite)
+
+
+def _label(paths: Sequence[Path]) -> str:
+    """Where an import's copies came from, as their rows record it (a glob of a hundred files
+    names three)."""
+    names = [path.name for path in paths[:SHOW_FILES]]
+    more = f" and {len(paths) - SHOW_FILES} more" if len(paths) > SHOW_FILES else ""
+    return "import " + ", ".join(names) + more
 
 
 def import_sample(ctx: Context, *, overwrite: bool = False) -> ImportFileReport:
