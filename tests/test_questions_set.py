@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 
 from bench.bench_questions import SET, load_questions
@@ -30,3 +31,48 @@ def test_a_query_half_depends_on_its_text_only() -> None:
     for q in load_questions():
         odd = hashlib.sha256(q.text.encode("utf-8")).digest()[0] % 2
         assert q.half == ("test" if odd else "dev")
+
+
+# Function words the title-word rule ignores (English, Spanish, Portuguese): a question may say
+# "how" or "de" even when the title does; content words are what the rule is about.
+FUNCTION_WORDS = frozenset(
+    word
+    for line in (
+        "a an the to of in on for with from and or is are be by at as it its your you my our",
+        "how what whats why when which new into do does not no can i we s t",
+        "de la el en con para los las del por un una que qué hay o y su sus al lo",  # es
+        "os da do em na dos das um uma se é e",  # pt
+    )
+    for word in line.split()
+)
+HAN_KANA = "\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
+
+
+def _terms(text: str) -> set[str]:
+    """Five-letter prefixes of a text's words, plus the character pairs of its katakana / Han
+    runs (Japanese and Chinese have no spaces; hiragana particles are left out)."""
+    lowered = text.lower()
+    words = re.findall(r"\w+", re.sub(f"[{HAN_KANA}]", " ", lowered))
+    prefixes = {word[:5] for word in words if word not in FUNCTION_WORDS}
+    runs = re.findall(r"[\u30a0-\u30ff\u3400-\u9fff\uf900-\ufaff]+", lowered)
+    return prefixes | {run[i : i + 2] for run in runs for i in range(len(run) - 1)}
+
+
+def test_second_batch_questions_avoid_their_target_title_words() -> None:
+    """questions.md step 2, checked mechanically for the entries that carry their drawn page's
+    title (batch 2): no question, agent or other-language query shares a title word."""
+    batch = [q for q in json.loads(SET.read_text())["queries"] if q.get("batch") == 2]
+    assert len(batch) >= 60
+    assert all(q["target_title"] for q in batch)
+    offenders = {
+        q["query"]: sorted(_terms(q["query"]) & _terms(q["target_title"]))
+        for q in batch
+        if q["kind"] in {"question", "agent", "other-language"}
+    }
+    assert {query: shared for query, shared in offenders.items() if shared} == {}
+
+
+def test_the_title_word_check_catches_a_shared_word() -> None:
+    assert _terms("Why is my manifest rejected?") & _terms("Manifest file format")
+    assert _terms("リマーケティング広告の入札") & _terms("広告オークション")
+    assert not _terms("how do I lock down an iframe") & _terms("Securely embed content")
