@@ -1,7 +1,7 @@
 """Held-out questions: hit@1, hit@5 and MRR@10 per half, kind and corpus, beside baselines.
 
 Usage: python -m bench.bench_questions [--corpus DIR] [--no-semantic] [--json] [--misses HALF]
-                                      [--tier NAME] [--below RANK]
+                                      [--tier NAME] [--below RANK] [--batch N]
 
 The set is bench/data/questions.json (written and judged by bench/data/questions.md): queries
 over the whole shared corpus (chrome en, chrome in other languages, tensorflow; 2,774 pages in
@@ -54,6 +54,8 @@ class Question:
     kind: str
     text: str
     expected: frozenset[str]
+    # Which batch of questions.md wrote it: 2 was written blind, after the ranking was tuned.
+    batch: int = 1
 
     @property
     def half(self) -> str:
@@ -73,7 +75,12 @@ def load_questions(path: Path = SET) -> list[Question]:
     """The questions of the set."""
     data = json.loads(path.read_text(encoding="utf-8"))
     return [
-        Question(q["kind"], q["query"], frozenset("documents/" + e for e in q["expected"]))
+        Question(
+            q["kind"],
+            q["query"],
+            frozenset("documents/" + e for e in q["expected"]),
+            q.get("batch", 1),
+        )
         for q in data["queries"]
     ]
 
@@ -212,6 +219,8 @@ def print_halves(results: dict, cell: str, *, width: int) -> None:
         for group, by_tier in groups.items():
             cells = "".join(f"{cell.format(**m):>{width}}" for m in by_tier.values())
             count = next(iter(by_tier.values()))["queries"]
+            if not count:
+                continue  # a --batch without this kind in this half
             print(f"{group + f' ({count})':20}{cells}")
 
 
@@ -260,8 +269,13 @@ def main() -> None:
         default=5,
         help="--misses lists the queries whose page is not in the first BELOW (1: not first)",
     )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        help="score only this batch of questions.md (2: written blind after the ranking was tuned)",
+    )
     args = parser.parse_args()
-    questions = load_questions()
+    questions = [q for q in load_questions() if args.batch in (None, q.batch)]
     with tempfile.TemporaryDirectory() as tmp:
         tiers, keep = build_tiers(Path(tmp), args.corpus, not args.no_semantic)
         try:
