@@ -135,6 +135,38 @@ RESIDUE = [
 ]
 
 
+# Code keeps its characters: what the snippet or answer is about (the pages, abridged).
+CODE = [
+    (  # developer.chrome.com/articles/at-scope: an element in a code span
+        "to target only the `<img>` elements in the `.card` component",
+        "to target only the <img> elements in the .card component",
+    ),
+    (  # developer.chrome.com/blog/new-in-chrome-114: a code span as a link's text
+        "This is similar to the [`<dialog>`](https://developer.mozilla.org/docs/Web/HTML/Element"
+        "/dialog) element, but",
+        "This is similar to the <dialog> element, but",
+    ),
+    (  # an index expression, a dunder, and a code span holding a backtick
+        "Call `handlers[name](event)` from `__init__`; write ``a ` b`` as is.",
+        "Call handlers[name](event) from __init__; write a ` b as is.",
+    ),
+    (  # a fenced block of HTML: its tags are its text; its fence lines go
+        'Markup:\n\n```html {: .devsite-terminal}\n<div tabindex="0">Focus</div>\n'
+        "# not a heading\n```\n\nAfter <br/>it.",
+        'Markup: <div tabindex="0">Focus</div> # not a heading After it.',
+    ),
+    (  # a stray backtick does not make code of the next paragraph
+        "It`s here.\n\nSee <b>this</b> and [that](https://x.test/).",
+        "Its here. See this and that.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("markdown", "prose"), CODE)
+def test_code_keeps_its_characters(markdown, prose):
+    assert plain_text(markdown) == prose
+
+
 @pytest.mark.parametrize(("markdown", "prose"), RESIDUE)
 def test_corpus_markup_leaves_no_residue(markdown, prose):
     assert plain_text(markdown) == prose
