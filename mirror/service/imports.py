@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 IMPORT_LOOKUP = 200
 # ... or fewer when their pages are big: the batch waiting for its lookup is held in memory.
 LOOKUP_CHARS = 2 << 20
-# Files an import of several names in its rows' provenance.
+# How many file names the rows of an import of several files record as their provenance.
 SHOW_FILES = 3
 
 
