@@ -13,8 +13,8 @@ Tiers, all built in this run from the same documents:
 - lexical PostgreSQL (and hybrid PostgreSQL, with the extra): the same rankings on a
   PostgreSQL store (tsvector, ts_rank; vectors in doc_vectors), when a server is given
   (--pg-url or $DK_MIRROR_BENCH_PG_URL; a scratch database is made there);
-- hybrid: when the semantic extra provides `mirror.service.search.hybrid_ranking`, the same
-  metrics for it (HYBRID below is the hook; it is skipped while that function is absent).
+- hybrid: the ranking `search --offline` shows (`mirror.service.search.local_ranking`: the
+  dense tier fused in, API names' own pages first), with the vectors built here first.
 tests/test_relevance.py fails when the lexical tier falls below the levels recorded in the
 suite's `recorded` field (on PostgreSQL: `recorded_postgresql`); rerun this with --json to see
 the figures to record.
@@ -142,8 +142,9 @@ class Bare:
 
 
 def hybrid(store: Store) -> Ranker | None:
-    """HYBRID: the semantic tier fused with the lexical one, when the `semantic` extra is
-    installed (its index is built here first, as `dk-mirror index update` would)."""
+    """HYBRID: what `search --offline` ranks, the semantic tier fused with the lexical one
+    (its index built here first, as `dk-mirror index update` would); None without the
+    semantic packages."""
     from mirror.config import Settings
     from mirror.errors import MirrorError
     from mirror.service import search, semantic
@@ -158,7 +159,7 @@ def hybrid(store: Store) -> Ranker | None:
         return None
 
     def ranker(query: str) -> list[str]:
-        ranking = search.hybrid_ranking(ctx, query, limit=DEPTH) or []
+        ranking = search.local_ranking(ctx, query, limit=DEPTH)
         return [hit.name for hit in ranking]
 
     return ranker

@@ -217,10 +217,7 @@ def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerRe
 
 def ranked(ctx: Context, query: str, node: filters.Node | None) -> list[DocumentHit]:
     """The pages an extractive answer quotes from, best first: `search --offline`'s ranking
-    (service.search._local), so the answer's first citation is search's first result."""
+    (service.search.local_ranking), so the answer's first citation is search's first result."""
     from . import search
 
-    ranking = search.hybrid_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
-    if ranking is None:
-        ranking = search.lexical_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
-    return search.symbol_first(ctx, query, ranking, node)
+    return search.local_ranking(ctx, query, limit=EXTRACT_FROM, node=node)

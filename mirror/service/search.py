@@ -279,14 +279,43 @@ def local_need(request: SearchRequest) -> int:
 def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     offset = _decode_token(request) if request.page_token else 0
     need = local_need(request)
-    ranking = hybrid_ranking(ctx, request.query, limit=need, node=request.node)
-    if ranking is None:
-        # Every document gives at least one chunk, so this many documents always fill the page.
-        ranking = lexical_ranking(ctx, request.query, limit=need, node=request.node)
-    ranking = symbol_first(ctx, request.query, ranking, request.node)
+    # Every document gives at least one chunk, so this many documents always fill the page.
+    ranking = local_ranking(ctx, request.query, limit=need, node=request.node)
     results, more = grouped_page(ctx, request.query, ranking, offset=offset, size=request.page_size)
     token = _encode_token(request, offset + request.page_size) if more else None
     return SearchPage(tuple(results), token)
+
+
+def local_ranking(
+    ctx: Context, query: str, *, limit: int, node: filters.Node | None = None
+) -> list[DocumentHit]:
+    """The documents `search --offline` shows and an offline answer quotes, best first: the
+    hybrid ranking (the lexical one when the dense tier is off), and for a query that is an
+    API name, the pages named after it, then the page the symbol index has for it, first."""
+    from ..search import lexical as words
+
+    ranking = hybrid_ranking(ctx, query, limit=limit, node=node)
+    if ranking is None:
+        ranking = lexical_ranking(ctx, query, limit=limit, node=node)
+    if words.names_code(query):
+        ranking = _named_first(query, ranking)
+    return symbol_first(ctx, query, ranking, node)
+
+
+def _named_first(query: str, ranking: list[DocumentHit]) -> list[DocumentHit]:
+    """mirror.search.named_pages.named_first, each moved page scoring as the best it passed
+    (scores never rise down a page of results)."""
+    from ..search.named_pages import named_first
+
+    moved = named_first(query, ranking, lambda hit: hit.name)
+    if moved == ranking:
+        return ranking
+    out: list[DocumentHit] = []
+    passed = float("-inf")
+    for hit in reversed(moved):
+        passed = max(passed, hit.score)
+        out.append(replace(hit, score=passed) if passed > hit.score else hit)
+    return out[::-1]
 
 
 # A query that is one API name, as typed in code: `chrome.storage.local.get`, `Dense()`.
