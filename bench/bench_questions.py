@@ -55,7 +55,7 @@ class Question:
     kind: str
     text: str
     expected: frozenset[str]
-    # Which batch of questions.md wrote it: 2 was written blind, after the ranking was tuned.
+    # Which batch of questions.md wrote it: 2 and 3 were written blind, after the ranking was tuned.
     batch: int = 1
 
     @property
@@ -273,7 +273,8 @@ def main() -> None:
     parser.add_argument(
         "--batch",
         type=int,
-        help="score only this batch of questions.md (2: written blind after the ranking was tuned)",
+        help="score only this batch of questions.md (2 and 3: written blind after the ranking "
+        "was tuned; 3 is the later, agent-heavy one)",
     )
     args = parser.parse_args()
     questions = [q for q in load_questions() if args.batch in (None, q.batch)]

@@ -8,6 +8,8 @@ import json
 import re
 from collections import Counter
 
+import pytest
+
 from bench.bench_questions import SET, load_questions
 
 KINDS = {"question", "agent", "other-language", "keyword", "identifier", "typo"}
@@ -58,10 +60,11 @@ def _terms(text: str) -> set[str]:
     return prefixes | {run[i : i + 2] for run in runs for i in range(len(run) - 1)}
 
 
-def test_second_batch_questions_avoid_their_target_title_words() -> None:
+@pytest.mark.parametrize("batch_number", [2, 3])
+def test_drawn_batch_questions_avoid_their_target_title_words(batch_number: int) -> None:
     """questions.md step 2, checked mechanically for the entries that carry their drawn page's
-    title (batch 2): no question, agent or other-language query shares a title word."""
-    batch = [q for q in json.loads(SET.read_text())["queries"] if q.get("batch") == 2]
+    title (batches 2 and 3): no question, agent or other-language query shares a title word."""
+    batch = [q for q in json.loads(SET.read_text())["queries"] if q.get("batch") == batch_number]
     assert len(batch) >= 60
     assert all(q["target_title"] for q in batch)
     offenders = {
@@ -70,6 +73,38 @@ def test_second_batch_questions_avoid_their_target_title_words() -> None:
         if q["kind"] in {"question", "agent", "other-language"}
     }
     assert {query: shared for query, shared in offenders.items() if shared} == {}
+
+
+def test_third_batch_has_the_composition_questions_md_gives() -> None:
+    """questions.md step 7: 60 queries, one per drawn page, in the stated kinds, corpora and
+    languages, so the batch can be scored on its own (bench_questions --batch 3)."""
+    batch = [q for q in json.loads(SET.read_text())["queries"] if q.get("batch") == 3]
+    assert Counter(q["kind"] for q in batch) == {
+        "agent": 24,
+        "question": 20,
+        "other-language": 10,
+        "keyword": 2,
+        "identifier": 2,
+        "typo": 2,
+    }
+    targets = [q["expected"][0] for q in batch]
+    assert len(set(targets)) == 60
+    sites = Counter(
+        "tensorflow"
+        if t.startswith("www.tensorflow.org/")
+        else "chrome-intl"
+        if re.match(r"developer\.chrome\.com/(ja|ko|zh|es|pt)/", t)
+        else "chrome-en"
+        for t in targets
+    )
+    assert sites == {"tensorflow": 20, "chrome-en": 30, "chrome-intl": 10}
+    assert Counter(q["language"] for q in batch if "language" in q) == {
+        lang: 2 for lang in ("ja", "ko", "zh", "es", "pt")
+    }
+    # A drawn page is one no earlier query expects (questions.md step 7).
+    queries = json.loads(SET.read_text())["queries"]
+    earlier = {e for q in queries if q.get("batch") != 3 for e in q["expected"]}
+    assert not earlier & set(targets)
 
 
 def test_the_title_word_check_catches_a_shared_word() -> None:
