@@ -231,6 +231,32 @@ def test_ctrl_c_during_a_cold_search_leaves_no_process_and_no_traceback(
     assert not any(_running(pid) for pid in helpers)
 
 
+def test_a_command_stopped_alone_reaps_its_helper_before_it_exits(
+    embedded: Path, env: dict[str, str]
+) -> None:
+    # SIGINT to the command only (a supervisor's `kill -INT`, not a terminal's Ctrl-C to the
+    # group): the helper gets no signal of its own, and is gone when the command has exited,
+    # not a moment later when the kernel delivers its parent-death signal.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror", "--offline", "search", QUESTION],
+        env={**env, "DK_MIRROR_DB": f"sqlite:///{embedded}"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not _opened(process.pid, embedded) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    helpers = _children(process.pid)
+    assert helpers, "no helper was forked"
+    os.kill(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert _session(process.pid) == []
+    assert not any(_running(pid) for pid in helpers)
+
+
 def test_a_command_that_ignores_ctrl_c_keeps_its_helper_through_one(
     embedded: Path, env: dict[str, str]
 ) -> None:

@@ -432,8 +432,13 @@ def _on_ctrl_c() -> None:
 
 
 def _leave(code: int) -> None:
-    """Exit now with `code`, output flushed, without waiting for threads still running."""
+    """Exit now with `code`, output flushed, without waiting for threads still running; a
+    dense-ranking helper process (service/forked_dense.py) is killed and reaped first."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    forked = sys.modules.get("mirror.service.forked_dense")  # loaded when one was forked
+    if forked is not None:
+        with contextlib.suppress(Exception):
+            forked.dismiss_all()
     os._exit(code)

@@ -70,6 +70,7 @@ class Helper:
         self._answered = False
         self._reaped = False
         atexit.register(self.finish)
+        _unreaped.add(self)
 
     def ask(self, settings: Settings, query: str, limit: int, where: Node | None) -> None:
         """Send the helper the ranking to make: `query`'s `limit` nearest documents in the
@@ -141,8 +142,23 @@ class Helper:
         if self._reaped:
             return
         self._reaped = True
+        _unreaped.discard(self)
         with contextlib.suppress(ChildProcessError):  # reaped already
             os.waitpid(self.pid, 0)
+
+
+# Helpers not reaped yet: a command that leaves with os._exit (Ctrl-C, mirror/cli/main.py)
+# runs no atexit handler, so it dismisses them itself (dismiss_all).
+_unreaped: set[Helper] = set()
+
+
+def dismiss_all() -> None:
+    """Kill and reap every helper not reaped yet, answered or not: for a command leaving at
+    once (Ctrl-C). Without it a helper would die only by the same Ctrl-C or by its parent's
+    death (PR_SET_PDEATHSIG), both a moment after the command's exit, or, if the command alone
+    was signalled, be found alive after it ended."""
+    for helper in list(_unreaped):
+        helper.dismiss()
 
 
 _asked: Helper | None = None
