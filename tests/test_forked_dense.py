@@ -203,25 +203,30 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in text.split()]
 
 
-def test_ctrl_c_during_a_cold_search_leaves_no_process_and_no_traceback(
-    embedded: Path, env: dict[str, str]
-) -> None:
-    command = [sys.executable, "-m", "mirror", "--offline", "search", QUESTION]
+def _searching(embedded: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], list[int]]:
+    """A cold `search --offline` in its own process group (as a terminal's foreground job),
+    once it has the store open: it is searching (its Ctrl-C handler is set) and its helper
+    is loading the model or ranking; and the helper's pid."""
     process = subprocess.Popen(
-        command,
+        [sys.executable, "-m", "mirror", "--offline", "search", QUESTION],
         env={**env, "DK_MIRROR_DB": f"sqlite:///{embedded}"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
+        start_new_session=True,
     )
-    # Once the command has the store open, it is searching (its Ctrl-C handler is set) and
-    # its helper is loading the model or ranking.
     deadline = time.monotonic() + 60
     while not _opened(process.pid, embedded) and time.monotonic() < deadline:
         time.sleep(0.002)
     helpers = _children(process.pid)
     assert helpers, "no helper was forked"
+    return process, helpers
+
+
+def test_ctrl_c_during_a_cold_search_leaves_no_process_and_no_traceback(
+    embedded: Path, env: dict[str, str]
+) -> None:
+    process, helpers = _searching(embedded, env)
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
@@ -237,19 +242,7 @@ def test_a_command_stopped_alone_reaps_its_helper_before_it_exits(
     # SIGINT to the command only (a supervisor's `kill -INT`, not a terminal's Ctrl-C to the
     # group): the helper gets no signal of its own, and is gone when the command has exited,
     # not a moment later when the kernel delivers its parent-death signal.
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mirror", "--offline", "search", QUESTION],
-        env={**env, "DK_MIRROR_DB": f"sqlite:///{embedded}"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not _opened(process.pid, embedded) and time.monotonic() < deadline:
-        time.sleep(0.002)
-    helpers = _children(process.pid)
-    assert helpers, "no helper was forked"
+    process, helpers = _searching(embedded, env)
     os.kill(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
