@@ -172,7 +172,12 @@ def index(ctx: Context, *, rebuild: bool = False, progress: Progress | None = No
             f"(missing: {', '.join(info.missing)})",
             hint=REINSTALL_HINT,
         )
-    return build(ctx.store, info, rebuild=rebuild, progress=progress)
+    try:
+        return build(ctx.store, info, rebuild=rebuild, progress=progress)
+    except KeyboardInterrupt:
+        # As for a write's embedding: the batches done are committed, and the message says
+        # how many documents wait and what embeds them (`index update` resumes it).
+        raise EmbeddingInterrupted(ctx.store.semantic_facts(info.key).pending) from None
 
 
 def build(
