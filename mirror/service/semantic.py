@@ -88,10 +88,18 @@ class SemanticStatus:
         """(level, message) for `doctor`: what is on, what waits, and how to change it."""
         m = self.model
         if not self.enabled:
+            # What turning it on costs: only the documents without a vector are embedded
+            # (those written while it was off); the stored vectors are used as they are.
+            kept = f"{self.vectors} documents keep their vectors; " if self.vectors else ""
+            waits = (
+                f"the next write, or `dk-mirror index update`, then embeds the {self.pending} "
+                "without one"
+                if self.pending
+                else "none waits for one"
+            )
             return "ok", (
                 f"off: turned off by {ENV_SEMANTIC}=off, search ranks by words only; unset it "
-                f"to turn it on (the next write, or `dk-mirror index update`, then embeds "
-                f"the {self.pending + self.vectors} stored documents)"
+                f"to turn it on ({kept}{waits})"
             )
         if not m.available:
             return "warn", (
