@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .language import content_words
 from .lexical import query_terms, stem_key
 from .snippets import BULLET, plain_text
 
@@ -93,7 +94,9 @@ def _is_prose(sentence: str) -> bool:
 def question_keys(question: str) -> list[str]:
     """The keys a question's words are found by: stem keys of its terms, stop words out,
     CJK words as bigrams (lexical.query_terms, as the chunk scorer counts them)."""
-    terms = query_terms(question)
+    # An other-language question's function words ("con", "un") are no more a sign of the
+    # answer than English stop words are: they are in every sentence of its language.
+    terms = query_terms(content_words(question))
     return list(dict.fromkeys(stem_key(p) for t in terms for p in (t.parts or (t.text,))))
 
 

@@ -6,6 +6,7 @@ import html
 import re
 from collections.abc import Callable
 
+from .language import content_words
 from .lexical import STOPWORDS, stem_key
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -132,7 +133,9 @@ def _matcher(query: str) -> set[str]:
     """The stem keys of the query's words: a word of the text is marked when its key is one
     (search is stemmed: "otter" finds and marks "otters"). Stopwords ("to", "from") are left
     unmarked, as search leaves them out, unless the query has no other word."""
-    words = query_words(query)
+    # A question in another language: its articles and prepositions ("con", "un", "de") are
+    # left unmarked too, as its ranking leaves them out (mirror.search.language).
+    words = query_words(content_words(query))
     # A lone Latin letter is what an apostrophe leaves ("user's" -> "user", "s"): marking
     # every "s" of the window is noise. A lone CJK character is a word, and stays.
     content = {w for w in words if w not in STOPWORDS and not (len(w) == 1 and w.isascii())}
