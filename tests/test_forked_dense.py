@@ -311,3 +311,45 @@ def test_which_command_lines_fork_a_helper(
     args: list[str], environ: dict[str, str], expected: bool
 ) -> None:
     assert start._may_rank_with_vectors(args, environ) is expected
+
+
+# The real entry point, its helper's ranking held up until the test lets the Ctrl-C land: the
+# helper says when it has the question, so the command is waiting for its answer by then.
+SLOW_HELPER = (
+    "import os, sys, time\n"
+    "from mirror.service import forked_dense\n"
+    "def _rank(*args):\n"
+    "    open(os.environ['ASKED'], 'w').close()\n"
+    "    time.sleep(60)\n"
+    "forked_dense._rank = _rank\n"
+    "from mirror.cli.start import main\n"
+    "sys.argv = ['dk-mirror', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+def test_ctrl_c_while_a_cold_search_waits_for_its_helper_exits_130_without_a_traceback(
+    embedded: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    asked = tmp_path / "asked"
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_HELPER, "--offline", "search", QUESTION],
+        env={**env, "DK_MIRROR_DB": f"sqlite:///{embedded}", "ASKED": str(asked)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not asked.exists() and time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.01)
+    helpers = _children(process.pid)
+    assert asked.exists() and helpers, "the helper was never asked"
+    time.sleep(0.5)  # the command has ranked by words (milliseconds) and waits for the helper
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr
+    assert process.returncode == 130, stderr
+    assert stderr.rstrip().endswith("interrupted"), stderr
+    assert _session(process.pid) == []

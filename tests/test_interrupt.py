@@ -415,3 +415,48 @@ def test_ctrl_c_stops_an_export_at_once_with_no_file_half_written(
     pages = {relative_path(d["name"]).as_posix(): d["content"] for d in BIG}
     for page in written:  # every page written is whole
         assert page.read_text(encoding="utf-8").endswith(pages[page.relative_to(out).as_posix()])
+
+
+# The real entry point, its import of the command line held up until the test lets the Ctrl-C
+# land: what a Ctrl-C in a command's first tenth of a second meets (its modules importing,
+# before the command line sets its own handler).
+STALLED_START = (
+    "import os, sys, time\n"
+    "class Stall:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'mirror.cli.main':\n"
+    "            open(os.environ['STARTED'], 'w').close()\n"
+    "            time.sleep(60)\n"
+    "        return None\n"
+    "sys.meta_path.insert(0, Stall())\n"
+    "from mirror.cli.start import main\n"
+    "sys.argv = ['dk-mirror', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+@pytest.mark.parametrize("args", [["status"], ["--offline", "search", "service worker"]])
+def test_ctrl_c_while_a_command_starts_exits_130_without_a_traceback(
+    tmp_path: Path, args: list[str]
+) -> None:
+    started = tmp_path / "started"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
+    process = subprocess.Popen(
+        [sys.executable, "-c", STALLED_START, *args],
+        env={**env, "DK_MIRROR_HOME": str(tmp_path), "STARTED": str(started)},
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+    _, stderr = process.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr
+    assert process.returncode == 130, stderr
+    assert stderr.strip() == "interrupted", stderr

@@ -168,7 +168,10 @@ def test_turned_off_nothing_is_embedded_search_ranks_by_words_and_doctor_says_so
     doctor = CliRunner().invoke(cli, ["doctor", "--offline"])
     line = semantic_line(doctor.stdout)
     assert line.split()[0] == "ok" and "off: turned off by DK_MIRROR_SEMANTIC=off" in line
-    assert "unset it to turn it on" in line and "11 stored documents" in line
+    assert "unset it to turn it on" in line
+    # Turned on again, only what was written meanwhile is embedded (below: 3, and 1 new).
+    assert "(8 documents keep their vectors; the next write" in line, line
+    assert "embeds the 3 without one)" in line, line
     refused = CliRunner().invoke(cli, ["index", "update"])
     assert refused.exit_code != 0 and "DK_MIRROR_SEMANTIC=off" in refused.output
     # The stored vectors are not used, and the model is never loaded for a search.
@@ -273,3 +276,61 @@ def test_ctrl_c_while_embedding_keeps_every_document_and_says_how_it_resumes(
     assert resumed.returncode == 0, resumed.stderr
     assert "embedded 67 document(s) for semantic search" in resumed.stderr
     assert facts(url) == (model.status().key, 131, 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["index", "update"], ["index", "rebuild", "--semantic"]])
+def test_ctrl_c_while_the_index_command_embeds_says_what_waits_and_how_it_resumes(
+    tmp_path: Path, semantic_on: None, command: list[str]
+) -> None:
+    db = tmp_path / "store.sqlite3"
+    env = {**os.environ, "DK_MIRROR_DB": str(db)}
+    file = records(tmp_path / "p.jsonl.gz", pages(130))  # three batches of EMBED_BATCH (64)
+    stored = subprocess.run(
+        [sys.executable, "-m", "mirror", "import", str(file)],
+        cwd=ROOT,
+        env={**env, "DK_MIRROR_SEMANTIC": "off"},  # stored, nothing embedded
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert stored.returncode == 0, stored.stderr
+    marker = tmp_path / "second-batch"
+    # The real command in a real process, its second batch held until the Ctrl-C lands.
+    code = (
+        "import sys, time\n"
+        "from mirror.semantic import model\n"
+        "real = model.Embedder.embed\n"
+        "calls = []\n"
+        "def embed(self, texts):\n"
+        "    calls.append(len(texts))\n"
+        "    if len(calls) == 2:\n"
+        f"        open({str(marker)!r}, 'w').close()\n"
+        "        time.sleep(120)\n"
+        "    return real(self, texts)\n"
+        "model.Embedder.embed = embed\n"
+        "from mirror.cli.main import main\n"
+        f"sys.argv = ['dk-mirror', *{command!r}]\n"
+        "main()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_interruptible,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "never reached the second batch"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "interrupted while embedding" in stderr and "66 wait for a vector" in stderr, stderr
+    assert "`dk-mirror index update`, or the next write, embeds them" in stderr
+    assert facts(f"sqlite:///{db}") == (model.status().key, 64, 66)

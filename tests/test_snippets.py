@@ -132,6 +132,19 @@ RESIDUE = [
         "and if you shrunk the parent size",
         "If it had a background color of green it\u2019d look like: and if you shrunk the parent size",
     ),
+    (  # www.tensorflow.org/guide/create_op: Markdown's backslash escapes, a blockquote
+        "the generated function will be given a snake\\_case name\n\n"
+        "> Note on `gcc` version `>=5`: gcc uses the new C++\n> ABI since version 5.\n"
+        ">> Nested, and `a\\_b` in code stays; \\*not emphasis\\* but *this*.",
+        "the generated function will be given a snake_case name Note on gcc version >=5: gcc "
+        "uses the new C++ ABI since version 5. Nested, and a\\_b in code stays; *not emphasis* "
+        "but this.",
+    ),
+    (  # developer.chrome.com/articles/webtransport, blog/budget-api: escapes in prose
+        "to send a <code>[RESET\\_STREAM](https://w3c.github.io/webtransport/#stream-reset)</code>"
+        " (Open chrome://flags/\\#enable-experimental-web-platform-features in",
+        "to send a RESET_STREAM (Open chrome://flags/#enable-experimental-web-platform-features in",
+    ),
 ]
 
 

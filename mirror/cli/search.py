@@ -5,11 +5,15 @@ from __future__ import annotations
 import gc
 import sys
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import click
 
 from . import render
 from .common import as_of_option, global_options, json_option, open_mirror
+
+if TYPE_CHECKING:
+    from ..models import Document
 
 
 def _marked(segments: list[tuple[str, bool]]) -> str:
@@ -19,6 +23,13 @@ def _marked(segments: list[tuple[str, bool]]) -> str:
         (click.style(s, bold=True) if tty else f"**{s}**") if marked else s
         for s, marked in ((render.clean(s), marked) for s, marked in segments)
     )
+
+
+def _title(document: Document | None) -> str:
+    # As text: the stored title may hold `&nbsp;` or Markdown's backticks (--json keeps it).
+    from ..search.snippets import plain_title
+
+    return plain_title(document.title) if document and document.title else ""
 
 
 def _when(epoch: float | None) -> str:
@@ -94,7 +105,7 @@ def search(
             continue
         previous = hit.parent
         pages += 1
-        title = hit.document.title if hit.document and hit.document.title else hit.parent
+        title = _title(hit.document) or hit.parent
         score = f" {hit.relevance_score:.2f}" if hit.relevance_score is not None else ""
         click.echo(
             f"{pages}. {render.clean(title)}\n   {render.clean(hit.parent)}  [{result.source}{score}]"
@@ -131,7 +142,7 @@ def answer(ctx: click.Context, question: str, filter_text: str | None, as_json: 
     if references:
         click.echo("References:")
         for i, ref in enumerate(references, start=1):
-            title = ref.document.title if ref.document and ref.document.title else ""
+            title = _title(ref.document)
             title = f"  {render.clean(title)}" if title else ""
             click.echo(f"  [{i}] {render.clean(ref.parent)}{title}")
     note = f"source: {result.source}"

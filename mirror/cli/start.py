@@ -30,13 +30,25 @@ _forked: Helper | None = None
 _NOT_RANKED_HERE = {"--fetch", "--as-of", "--help", "-h", "--version"}
 
 
+# The shell's exit status for a command ended by Ctrl-C (cli/main.py's EXIT_INTERRUPTED, not
+# imported from there: this runs before that module is).
+_EXIT_INTERRUPTED = 130
+
+
 def main() -> None:
     """Console entry point."""
     global _forked
-    if _may_rank_with_vectors(sys.argv[1:], os.environ):
-        _forked = _fork_helper()
-    from .main import main as run
-
+    try:
+        if _may_rank_with_vectors(sys.argv[1:], os.environ):
+            _forked = _fork_helper()
+        from .main import main as run
+    except KeyboardInterrupt:
+        # Ctrl-C while the command's modules import (its first tenth of a second, before the
+        # command line sets its own handler): nothing has started, so nothing is lost; said
+        # as the command line says it, not as Python's traceback. sys.exit, so that atexit
+        # still ends a helper forked already.
+        sys.stderr.write("\ninterrupted\n")
+        sys.exit(_EXIT_INTERRUPTED)
     run()
 
 

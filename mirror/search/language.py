@@ -119,6 +119,15 @@ def without_function_words(query: str, language: str) -> str:
     return " ".join(kept) if kept else query
 
 
+def content_words(query: str) -> str:
+    """`query` without the function words of the language it is written in, when that is
+    one of the other languages (`without_function_words`): the words its snippets mark and its
+    extractive answer looks for, as its ranking uses them. English stopwords are left to the
+    callers (mirror.search.lexical.STOPWORDS)."""
+    language = query_language(query)
+    return query if language is None else without_function_words(query, language)
+
+
 def _signs(words: Sequence[str], language: str) -> int:
     """How many signs of `language` the (case-folded) words hold."""
     marks, letters, endings = _FUNCTION_WORDS[language], _LETTERS[language], _ENDINGS[language]

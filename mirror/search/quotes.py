@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .language import content_words
 from .lexical import query_terms, stem_key
 from .snippets import BULLET, plain_text
 
@@ -93,7 +94,9 @@ def _is_prose(sentence: str) -> bool:
 def question_keys(question: str) -> list[str]:
     """The keys a question's words are found by: stem keys of its terms, stop words out,
     CJK words as bigrams (lexical.query_terms, as the chunk scorer counts them)."""
-    terms = query_terms(question)
+    # An other-language question's function words ("con", "un") are no more a sign of the
+    # answer than English stop words are: they are in every sentence of its language.
+    terms = query_terms(content_words(question))
     return list(dict.fromkeys(stem_key(p) for t in terms for p in (t.parts or (t.text,))))
 
 
@@ -124,14 +127,18 @@ def best(passages: Sequence[str], question: str) -> Quote | None:
     total = sum(len(u) for u in units)
     having = [sum(1 for u in counts for c in u if c[i]) for i in range(len(finders))]
     weight = [math.log(1 + total / n) if n else 0.0 for n in having]
-    # The best sentence so far: its rank (larger is better: the weight of the keys it holds,
-    # then how many times it holds them, then the earlier) and where it is.
-    rank: tuple[float, int, int, int] = (0.0, 0, 0, 0)
-    u, start = 0, 0
+    # The best sentence so far: its rank (larger is better: one that does not end in a colon,
+    # the weight of the keys it holds, then how many times it holds them, then the earlier)
+    # and where it is. A sentence ending in a colon introduces what is not quoted (code, a
+    # list: "run the following command:"), so it leads a quotation only when no other
+    # sentence holds a question word; with none, the first that does not end so opens it.
+    rank: tuple[bool, float, int, int, int] = (False, 0.0, 0, 0, 0)
+    u, start = _opening(units)
     for here, paragraph in enumerate(counts):
         for first, held in enumerate(paragraph):
             score = sum(w for w, c in zip(weight, held, strict=True) if c)
-            candidate = (score, sum(held), -here, -first)
+            whole = not units[here][first].endswith(":")
+            candidate = (whole, score, sum(held), -here, -first)
             if score > 0 and candidate > rank:
                 rank, u, start = candidate, here, first
     unit = units[u]
@@ -145,4 +152,14 @@ def best(passages: Sequence[str], question: str) -> Quote | None:
             break
         chosen.append(unit[end])
         end += 1
-    return Quote(" ".join(chosen), rank[0])
+    return Quote(" ".join(chosen), rank[1])
+
+
+def _opening(units: Sequence[Sequence[str]]) -> tuple[int, int]:
+    """Where the page's first sentence that does not end in a colon is (the first sentence
+    when all do): a quotation for a question whose words the page does not hold."""
+    for here, unit in enumerate(units):
+        for first, sentence in enumerate(unit):
+            if not sentence.endswith(":"):
+                return here, first
+    return 0, 0

@@ -92,13 +92,15 @@ class Helper:
         """The helper's answer, waiting at most `timeout` seconds (WAIT_SECONDS by default;
         killed when it has none by then)."""
         timeout = WAIT_SECONDS if timeout is None else timeout
+        # `_read` closes the pipe whatever happens: handed over first, so that `dismiss`
+        # (a Ctrl-C while waiting) does not close it again (EBADF replaced the Ctrl-C with a
+        # traceback and exit 1, or could close a descriptor opened meanwhile).
+        fd, self._answer_fd = self._answer_fd, -1
         try:
-            raw = _read(self._answer_fd, timeout)
+            raw = _read(fd, timeout)
         except BaseException:  # Ctrl-C while waiting: no helper outlives the search
             self.dismiss()
             raise
-        finally:
-            self._answer_fd = -1
         if raw is None:
             self.dismiss()
             return Outcome(failed=f"no answer within {timeout:g} s")

@@ -18,7 +18,7 @@ from ..errors import InvalidInput
 from ..models import Document
 from ..search.headings import headings
 from ..search.sitetree import SiteTree
-from ..search.snippets import plain_text
+from ..search.snippets import plain_title
 from ..search.typeahead import Entry, TypeaheadIndex
 from ..symbols.model import Symbol
 from .context import Context
@@ -57,7 +57,7 @@ class Suggestion:
 
 def entries_of(doc: Document) -> Iterator[Entry]:
     """A page's type-ahead entries: its title, then each heading (not one that repeats it)."""
-    title = plain_text(doc.title or "") or doc.name.rsplit("/", 1)[-1]
+    title = plain_title(doc.title or "") or doc.name.rsplit("/", 1)[-1]
     folder = doc.name.split("/", 1)[1].rsplit("/", 1)[0]  # where it sits: host/path
     yield Entry("page", title, doc.name, None, folder)
     for heading in headings(doc.content or ""):
@@ -83,7 +83,7 @@ def build(
     pages: list[tuple[str, str | None]] = []
     entries = [symbol_entry(symbol) for symbol in symbols]
     for doc in documents:
-        pages.append((doc.name, plain_text(doc.title or "") or None))
+        pages.append((doc.name, plain_title(doc.title or "") or None))
         entries.extend(entries_of(doc))
     titles = {name: title or name.rsplit("/", 1)[-1] for name, title in pages}
     return Outline(SiteTree(pages), TypeaheadIndex(entries), titles, clock() - start)

@@ -281,9 +281,17 @@ def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     need = local_need(request)
     # Every document gives at least one chunk, so this many documents always fill the page.
     ranking = local_ranking(ctx, request.query, limit=need, node=request.node)
-    results, more = grouped_page(ctx, request.query, ranking, offset=offset, size=request.page_size)
-    token = _encode_token(request, offset + request.page_size) if more else None
-    return SearchPage(tuple(results), token)
+    size = request.page_size
+    # One chunk past the page: whether another page follows, and whether the page would end
+    # between a document's two chunks. It then ends before that document, which opens the
+    # next page whole: a page of results never shows again a document the previous one
+    # showed (a page of one chunk cannot help it).
+    results, _ = grouped_page(ctx, request.query, ranking, offset=offset, size=size + 1)
+    more = len(results) > size
+    if more and size > 1 and results[size].parent == results[size - 1].parent:
+        size -= 1
+    token = _encode_token(request, offset + size) if more else None
+    return SearchPage(tuple(results[:size]), token)
 
 
 def local_ranking(

@@ -88,10 +88,18 @@ class SemanticStatus:
         """(level, message) for `doctor`: what is on, what waits, and how to change it."""
         m = self.model
         if not self.enabled:
+            # What turning it on costs: only the documents without a vector are embedded
+            # (those written while it was off); the stored vectors are used as they are.
+            kept = f"{self.vectors} documents keep their vectors; " if self.vectors else ""
+            waits = (
+                f"the next write, or `dk-mirror index update`, then embeds the {self.pending} "
+                "without one"
+                if self.pending
+                else "none waits for one"
+            )
             return "ok", (
                 f"off: turned off by {ENV_SEMANTIC}=off, search ranks by words only; unset it "
-                f"to turn it on (the next write, or `dk-mirror index update`, then embeds "
-                f"the {self.pending + self.vectors} stored documents)"
+                f"to turn it on ({kept}{waits})"
             )
         if not m.available:
             return "warn", (
@@ -172,7 +180,12 @@ def index(ctx: Context, *, rebuild: bool = False, progress: Progress | None = No
             f"(missing: {', '.join(info.missing)})",
             hint=REINSTALL_HINT,
         )
-    return build(ctx.store, info, rebuild=rebuild, progress=progress)
+    try:
+        return build(ctx.store, info, rebuild=rebuild, progress=progress)
+    except KeyboardInterrupt:
+        # As for a write's embedding: the batches done are committed, and the message says
+        # how many documents wait and what embeds them (`index update` resumes it).
+        raise EmbeddingInterrupted(ctx.store.semantic_facts(info.key).pending) from None
 
 
 def build(

@@ -11,6 +11,7 @@ from starlette.responses import HTMLResponse
 
 from ...render.links import doc_path, is_web_url
 from ...render.units import size
+from ...search.snippets import plain_title
 from .timeline import history_url
 from .views import ago, browse_path, when
 
@@ -47,8 +48,9 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    # `plain_title`: a stored title as text (`&nbsp;` and backticks in it are not shown).
     env.filters.update(when=when, size=size, doc_path=doc_path, browse_path=browse_path,
-                       history_url=history_url)  # fmt: skip
+                       history_url=history_url, plain_title=plain_title)  # fmt: skip
     # `is web_url`: a document's own fields (its `uri`) are data, and become a link only when
     # they are http(s); a `javascript:` uri is shown as text.
     env.tests.update(web_url=is_web_url)

@@ -25,7 +25,7 @@ from ...policy import Mode
 from ...render import links as web_links
 from ...render import markdown_html as web_markdown
 from ...render import sanitize as web_sanitize
-from ...search.snippets import plain_text
+from ...search.snippets import plain_text, plain_title
 from ..api_errors import served, status_of
 from . import change_pages
 from . import nav as web_nav
@@ -212,7 +212,7 @@ class _Pages:
         hits = [
             {
                 "name": chunk.parent,
-                "title": (chunk.document.title if chunk.document else None)
+                "title": plain_title(chunk.document.title or "" if chunk.document else "")
                 or chunk.parent[len(naming.PREFIX) :],
                 "url": web_links.doc_path(chunk.parent)
                 if chunk.parent in mirrored
