@@ -301,13 +301,43 @@ def local_ranking(
     hybrid ranking (the lexical one when the dense tier is off), and for a query that is an
     API name, the pages named after it, then the page the symbol index has for it, first."""
     from ..search import lexical as words
+    from ..search.blank_pages import SINK
 
-    ranking = hybrid_ranking(ctx, query, limit=limit, node=node)
+    # Each step reorders within a window fixed by its rule, not by `limit`, so the first
+    # `limit` of this ranking are the first `limit` of a deeper one (a next page of results
+    # repeats or skips no document): ranked SINK deeper than what is kept.
+    depth = max(limit, NAMED_WINDOW) + SINK
+    ranking = hybrid_ranking(ctx, query, limit=depth, node=node)
     if ranking is None:
-        ranking = lexical_ranking(ctx, query, limit=limit, node=node)
+        ranking = lexical_ranking(ctx, query, limit=depth, node=node)
+    ranking = _blank_sunk(ctx, ranking)
     if words.names_code(query):
-        ranking = _named_first(query, ranking)
-    return symbol_first(ctx, query, ranking, node)
+        ranking = _named_first(query, ranking[:NAMED_WINDOW]) + ranking[NAMED_WINDOW:]
+    return symbol_first(ctx, query, ranking[:limit], node)
+
+
+# How deep a page named after an API name is looked for (mirror.search.named_pages).
+NAMED_WINDOW = 10
+
+
+def _blank_sunk(ctx: Context, ranking: list[DocumentHit]) -> list[DocumentHit]:
+    """mirror.search.blank_pages.sunk: pages with nothing but a title sink below the first page
+    of results (a page gone from the store meanwhile counts as one)."""
+    from ..search.blank_pages import blank, sunk
+
+    cached = ctx.store.get_many([hit.name for hit in ranking])
+    empty = {
+        name for name in (hit.name for hit in ranking)
+        if name not in cached or blank(cached[name].document.content)
+    }  # fmt: skip
+    if not empty:
+        return ranking
+    out: list[DocumentHit] = []
+    for hit in sunk(ranking, lambda hit: hit.name in empty):
+        # A sunk page scores no more than the page above it: scores never rise down a page.
+        cap = out[-1].score if out else hit.score
+        out.append(replace(hit, score=cap) if hit.score > cap else hit)
+    return out
 
 
 def _named_first(query: str, ranking: list[DocumentHit]) -> list[DocumentHit]:
