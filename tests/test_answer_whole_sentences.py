@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from mirror.cli.main import cli
 from mirror.models import Document
 from mirror.search import quotes
-from mirror.store.store import Store
+from tests.cli_store import stored_for_cli
 from tests.emulator_fixtures import corpus_documents
 
 CODE_STYLE = "documents/www.tensorflow.org/community/contribute/code_style"
@@ -22,15 +22,8 @@ CODE_STYLE = "documents/www.tensorflow.org/community/contribute/code_style"
 
 @pytest.fixture
 def tensorflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "store.sqlite3"
-    store = Store.open(f"sqlite:///{path}")
-    try:
-        docs = [Document.from_api(r) for r in corpus_documents("tensorflow.org")]
-        store.put(docs, fetched_at=1.0, upstream="test")
-    finally:
-        store.close()
-    monkeypatch.setenv("DK_MIRROR_DB", str(path))
-    return path
+    docs = [Document.from_api(r) for r in corpus_documents("tensorflow.org")]
+    return stored_for_cli(tmp_path, monkeypatch, docs)
 
 
 def test_an_answer_does_not_lead_with_a_sentence_ending_in_a_colon(tensorflow: Path) -> None:

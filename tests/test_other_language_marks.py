@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from mirror.cli.main import cli
 from mirror.models import Document
-from mirror.store.store import Store
+from tests.cli_store import stored_for_cli
 from tests.emulator_fixtures import corpus_documents
 
 # Real Spanish pages of tests/data/corpus; the question's content words are in them.
@@ -22,16 +22,9 @@ FUNCTION_WORDS = {"cómo", "con", "la", "si", "el", "está", "en", "un"}
 
 @pytest.fixture
 def spanish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "store.sqlite3"
     records = corpus_documents("developer.chrome.com-intl")
     docs = [Document.from_api(r) for r in records if "/es/" in r["name"] and r.get("content")]
-    store = Store.open(f"sqlite:///{path}")
-    try:
-        store.put(docs, fetched_at=1.0, upstream="test")
-    finally:
-        store.close()
-    monkeypatch.setenv("DK_MIRROR_DB", str(path))
-    return path
+    return stored_for_cli(tmp_path, monkeypatch, docs)
 
 
 def test_a_spanish_question_marks_its_words_not_its_articles(spanish: Path) -> None:

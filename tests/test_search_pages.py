@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from mirror.cli.main import cli
 from mirror.models import Document
-from mirror.store.store import Store
+from tests.cli_store import stored_for_cli
 from tests.emulator_fixtures import corpus_documents
 
 QUERY = "save and load a keras model"
@@ -22,15 +22,8 @@ QUERY = "save and load a keras model"
 
 @pytest.fixture
 def tensorflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "store.sqlite3"
-    store = Store.open(f"sqlite:///{path}")
-    try:
-        docs = [Document.from_api(r) for r in corpus_documents("tensorflow.org")]
-        store.put(docs, fetched_at=1.0, upstream="test")
-    finally:
-        store.close()
-    monkeypatch.setenv("DK_MIRROR_DB", str(path))
-    return path
+    docs = [Document.from_api(r) for r in corpus_documents("tensorflow.org")]
+    return stored_for_cli(tmp_path, monkeypatch, docs)
 
 
 def _page(limit: int, token: str | None = None) -> tuple[list[tuple[str, str]], str | None]:

@@ -208,16 +208,13 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.slow
-def test_ctrl_c_while_embedding_keeps_every_document_and_says_how_it_resumes(
-    tmp_path: Path, semantic_on: None
-) -> None:
-    docs = pages(130)  # three batches of EMBED_BATCH (64)
-    file = records(tmp_path / "p.jsonl.gz", docs)
-    db = tmp_path / "store.sqlite3"
+def _interrupted_at_the_second_batch(
+    tmp_path: Path, env: dict[str, str], command: list[str]
+) -> str:
+    """Run the real `dk-mirror COMMAND` in a real process, its second batch of embeddings held
+    until a Ctrl-C lands (so it lands mid-embedding on any machine, the first batch's vectors
+    written); its stderr, once it exited 130 without a traceback."""
     marker = tmp_path / "second-batch"
-    # The real command in a real process; its second batch waits to be interrupted, so the
-    # Ctrl-C lands mid-embedding on any machine (the first batch's vectors are written).
     code = (
         "import sys, time\n"
         "from mirror.semantic import model\n"
@@ -231,10 +228,9 @@ def test_ctrl_c_while_embedding_keeps_every_document_and_says_how_it_resumes(
         "    return real(self, texts)\n"
         "model.Embedder.embed = embed\n"
         "from mirror.cli.main import main\n"
-        f"sys.argv = ['dk-mirror', 'import', {str(file)!r}]\n"
+        f"sys.argv = ['dk-mirror', *{command!r}]\n"
         "main()\n"
     )
-    env = {**os.environ, "DK_MIRROR_DB": str(db)}
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
         cwd=ROOT,
@@ -253,6 +249,18 @@ def test_ctrl_c_while_embedding_keeps_every_document_and_says_how_it_resumes(
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
+    return stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_embedding_keeps_every_document_and_says_how_it_resumes(
+    tmp_path: Path, semantic_on: None
+) -> None:
+    docs = pages(130)  # three batches of EMBED_BATCH (64)
+    file = records(tmp_path / "p.jsonl.gz", docs)
+    db = tmp_path / "store.sqlite3"
+    env = {**os.environ, "DK_MIRROR_DB": str(db)}
+    stderr = _interrupted_at_the_second_batch(tmp_path, env, ["import", str(file)])
     assert (
         "interrupted while embedding: every document written is saved; 66 wait for a vector"
         in stderr
@@ -295,42 +303,7 @@ def test_ctrl_c_while_the_index_command_embeds_says_what_waits_and_how_it_resume
         check=False,
     )
     assert stored.returncode == 0, stored.stderr
-    marker = tmp_path / "second-batch"
-    # The real command in a real process, its second batch held until the Ctrl-C lands.
-    code = (
-        "import sys, time\n"
-        "from mirror.semantic import model\n"
-        "real = model.Embedder.embed\n"
-        "calls = []\n"
-        "def embed(self, texts):\n"
-        "    calls.append(len(texts))\n"
-        "    if len(calls) == 2:\n"
-        f"        open({str(marker)!r}, 'w').close()\n"
-        "        time.sleep(120)\n"
-        "    return real(self, texts)\n"
-        "model.Embedder.embed = embed\n"
-        "from mirror.cli.main import main\n"
-        f"sys.argv = ['dk-mirror', *{command!r}]\n"
-        "main()\n"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_interruptible,
-    )
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "never reached the second batch"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr
+    stderr = _interrupted_at_the_second_batch(tmp_path, env, command)
     assert "interrupted while embedding" in stderr and "66 wait for a vector" in stderr, stderr
     assert "`dk-mirror index update`, or the next write, embeds them" in stderr
     assert facts(f"sqlite:///{db}") == (model.status().key, 64, 66)

@@ -19,7 +19,7 @@ from mirror.config import Settings
 from mirror.models import Document
 from mirror.serve.web.routes import WebOptions, web_routes
 from mirror.service import Mirror
-from mirror.store.store import Store
+from tests.cli_store import stored_for_cli
 
 SOURCE = "developer.chrome.com"
 # Titles as the corpus stores them (tests/data/corpus; the last from ../shared/corpus).
@@ -48,14 +48,7 @@ DOCS = [
 
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "store.sqlite3"
-    store = Store.open(f"sqlite:///{path}")
-    try:
-        store.put(DOCS, fetched_at=1.0, upstream="test")
-    finally:
-        store.close()
-    monkeypatch.setenv("DK_MIRROR_DB", str(path))
-    return path
+    return stored_for_cli(tmp_path, monkeypatch, DOCS)
 
 
 @pytest.mark.parametrize(
