@@ -481,6 +481,23 @@ class Mirror:
 
         return search.snippets(self._ctx().store, query, contents)
 
+    def warm_answer(
+        self,
+        query: str,
+        *,
+        filter: str | None = None,
+        mode: Mode | None = None,
+        helper: Helper,
+    ) -> bool:
+        """For a process that runs one answer (the CLI): ask `helper` (forked at the
+        command's start: cli/start.py) for the dense ranking an offline extractive answer
+        to `query` quotes from, before `answer_query` is asked the same; dismiss it when
+        the answer ranks nothing with vectors. Says whether it was asked."""
+        from . import warmup
+
+        chosen = mode or self.default_mode()
+        return warmup.for_one_answer(self._ctx(), query, filter, chosen, helper)
+
     def answer_query(
         self, query: str, *, filter: str | None = None, mode: Mode | None = None
     ) -> AnswerResult:

@@ -301,12 +301,8 @@ def local_ranking(
     hybrid ranking (the lexical one when the dense tier is off), and for a query that is an
     API name, the pages named after it, then the page the symbol index has for it, first."""
     from ..search import lexical as words
-    from ..search.blank_pages import SINK
 
-    # Each step reorders within a window fixed by its rule, not by `limit`, so the first
-    # `limit` of this ranking are the first `limit` of a deeper one (a next page of results
-    # repeats or skips no document): ranked SINK deeper than what is kept.
-    depth = max(limit, NAMED_WINDOW) + SINK
+    depth = ranking_depth(limit)
     ranking = hybrid_ranking(ctx, query, limit=depth, node=node)
     if ranking is None:
         ranking = lexical_ranking(ctx, query, limit=depth, node=node)
@@ -318,6 +314,23 @@ def local_ranking(
 
 # How deep a page named after an API name is looked for (mirror.search.named_pages).
 NAMED_WINDOW = 10
+
+
+def ranking_depth(limit: int) -> int:
+    """How deep `local_ranking` ranks to keep its first `limit`. Each of its steps reorders
+    within a window fixed by its rule, not by `limit`, so the first `limit` of this ranking
+    are the first `limit` of a deeper one (a next page of results repeats or skips no
+    document): ranked SINK deeper than what is kept."""
+    from ..search.blank_pages import SINK
+
+    return max(limit, NAMED_WINDOW) + SINK
+
+
+def local_dense_limit(limit: int) -> int:
+    """How deep the dense ranking of `local_ranking(limit=limit)` goes: what a helper forked
+    to rank a cold command's vectors is asked for (service/warmup.py), so that
+    `hybrid_ranking` takes its answer."""
+    return dense_limit(ranking_depth(limit))
 
 
 def _blank_sunk(ctx: Context, ranking: list[DocumentHit]) -> list[DocumentHit]:
