@@ -97,7 +97,8 @@ def search(
         return
     previous = None
     pages = 0  # numbered by page: a page's second chunk is not a result of its own
-    snippets = mirror.snippets(query, [hit.content for hit in result.page.results])
+    hits = result.page.results
+    snippets = mirror.snippets(query, [hit.content for hit in hits], [hit.parent for hit in hits])
     for hit, snippet in zip(result.page.results, snippets, strict=True):
         if hit.parent == previous:
             # The same page's next-best chunk (local results are grouped by page).

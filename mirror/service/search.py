@@ -256,17 +256,44 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def snippets(
-    store: StoreReads, query: str, contents: Sequence[str]
+    store: StoreReads,
+    query: str,
+    contents: Sequence[str],
+    parents: Sequence[str] | None = None,
 ) -> list[list[tuple[str, bool]]]:
     """The snippet of each chunk text of a page of results, as (segment, marked) pairs on
     one line: the chunk as prose (no fence info strings, headings set off, no control
-    characters), cut around the query's words by the store's own machinery where it has one
-    (ts_headline on PostgreSQL, one statement for the page), else by best_window."""
+    characters, a shortcut reference link to a label its page defines as its text: `parents`,
+    each chunk's page), cut around the query's words by the store's own machinery where it
+    has one (ts_headline on PostgreSQL, one statement for the page), else by best_window."""
     from ..search.snippets import best_window, plain_text
 
-    shown = [plain_text(_CONTROL.sub(" ", content)) for content in contents]
+    labels = _page_labels(store, contents, parents)
+    shown = [
+        plain_text(_CONTROL.sub(" ", content), labels.get(parent, frozenset()))
+        for content, parent in zip(contents, parents or [""] * len(contents), strict=True)
+    ]
     found = store.headlines(query, shown) if shown else None
     return found if found is not None else [best_window(text, query) for text in shown]
+
+
+def _page_labels(
+    store: StoreReads, contents: Sequence[str], parents: Sequence[str] | None
+) -> dict[str, frozenset[str]]:
+    """The link labels each page defines (`[label]: url`, most often at its end, far from the
+    chunk), read only for the pages of chunks that may use one; a page the store does not
+    hold (an upstream result) defines none."""
+    from ..search.snippets import link_labels, may_hold_shortcuts
+
+    if parents is None:
+        return {}
+    wanted = list(
+        dict.fromkeys(p for c, p in zip(contents, parents, strict=True) if may_hold_shortcuts(c))
+    )
+    if not wanted:
+        return {}
+    held = store.get_many(wanted)
+    return {name: link_labels(held[name].document.content or "") for name in held}
 
 
 def local_need(request: SearchRequest) -> int:
