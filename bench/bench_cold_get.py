@@ -8,7 +8,8 @@ With --corpora, the store is the shared corpus (2,774 pages: the three files imp
 one store, as `dk-mirror import` does) and the search is timed twice: on that store with its
 vectors (`dk-mirror index update`: the model loads in a cold process) and on a copy without
 them, imported and searched with DK_MIRROR_SEMANTIC=off (the lexical tier alone).
-Questions rotate through QUESTIONS, so no run repeats the last. With --corpora the run also
+An offline `answer` (extractive: it quotes the pages that search ranks first) is timed on the
+store with vectors too. Questions rotate through QUESTIONS, so no run repeats the last. With --corpora the run also
 times `python -c "import onnxruntime, tokenizers"`: the floor of a cold search with vectors
 on this machine (its helper process imports them, then loads and runs the model).
 With --compare DIR, every dk-mirror side also runs from the checkout in DIR (e.g. a clone of
@@ -139,6 +140,7 @@ def commands(stores: dict[str, str]) -> dict[str, tuple[str, list[str]]]:
         "get --offline": ("hybrid", ["get", "--offline", NAME]),
         "search --offline, lexical": ("lexical", ["search", "--offline", "{question}"]),
         "search --offline, vectors": ("hybrid", ["search", "--offline", "{question}"]),
+        "answer --offline, vectors": ("hybrid", ["answer", "--offline", "{question}"]),
         "--help": ("hybrid", ["--help"]),
     }
 

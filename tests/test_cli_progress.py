@@ -166,3 +166,35 @@ def test_fetch_draws_its_bar_on_a_real_terminal_and_none_into_a_pipe(
     # Into a pipe (a log, CI) the summary is all stderr carries: no bar, no control codes.
     summary = f"{len(NAMES)} fetched, 0 already cached, 0 not found upstream, 0 failed"
     assert err.decode() == f"{summary} (of {len(NAMES)})\n"
+
+
+@pytest.mark.skipif(not model.status().available, reason="needs the model's packages")
+def test_the_embedding_bar_draws_on_a_terminal_of_zero_columns(tmp_path: Path) -> None:
+    # Some CI terminals (and `stty cols 0`) report 0 columns: the bar took that at its word
+    # and drew a one-character meter with its stats cut short.
+    screen, tty = pty.openpty()
+    fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 0, 0, 0))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mirror", "import", "--sample"],
+            env={
+                **clean,
+                "DK_MIRROR_HOME": str(tmp_path / "home"),
+                "DK_MIRROR_DB": str(tmp_path / "store.sqlite3"),
+                "DK_MIRROR_SEMANTIC": "on",
+            },
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=tty,
+        )
+        os.close(tty)
+        shown = _read_until_closed(screen).decode()
+        assert child.wait(timeout=300) == 0, shown
+    finally:
+        os.close(screen)
+    done = [line for line in re.split(r"[\r\n]", shown) if line.startswith("embedding: 100%")]
+    assert done, shown
+    # The fallback width (80, less the column tqdm leaves free): a meter, and the stats whole.
+    assert len(done[-1]) == progress.FALLBACK_COLUMNS - 1, done
+    assert done[-1].count("█") >= 20 and done[-1].endswith("doc/s]"), done

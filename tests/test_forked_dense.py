@@ -103,20 +103,67 @@ def test_a_cold_search_ranks_as_one_process_does_without_loading_the_model(
         assert "semantic search failed" not in stderr
 
 
-def test_a_helper_that_fails_leaves_the_search_to_words_and_says_why(
-    embedded: Path, env: dict[str, str], tmp_path: Path
+def _answered_in_process(path: Path, *, semantic_on: bool = True) -> tuple[str, list[str]]:
+    settings = Settings(db_url=f"sqlite:///{path}", offline=True, semantic=semantic_on)
+    with Mirror(settings, reader=True) as mirror:
+        found = mirror.answer_query(QUESTION, mode=OFFLINE).answer
+    return found.answer_text, [r.parent for r in found.references]
+
+
+def _cold_answer(path: Path, env: dict[str, str]) -> tuple[tuple[str, list[str]], str]:
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, "--offline", "answer", "--json", QUESTION],
+        env={**env, "DK_MIRROR_DB": f"sqlite:///{path}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout)["answer"]
+    cited = [r["documentReference"]["documentChunk"]["parent"] for r in found["references"]]
+    return (found["answerText"], cited), run.stderr
+
+
+def test_a_cold_offline_answer_quotes_as_one_process_does_without_loading_the_model(
+    embedded: Path, env: dict[str, str]
 ) -> None:
+    # The extractive answer quotes `search --offline`'s ranking: a cold one ranks it with the
+    # helper, so the command never imports the model and cites what one process cites.
+    hybrid = _answered_in_process(embedded)
+    assert hybrid != _answered_in_process(embedded, semantic_on=False)  # the test can tell
+    cold, stderr = _cold_answer(embedded, env)
+    assert cold == hybrid
+    assert stderr.strip().splitlines()[-1] == "[]", stderr
+    assert "semantic search failed" not in stderr
+
+
+def _damaged(embedded: Path, tmp_path: Path) -> Path:
     damaged = tmp_path / "damaged.sqlite3"
     with sqlite3.connect(embedded) as source, sqlite3.connect(damaged) as copy:
         source.backup(copy)
     with sqlite3.connect(damaged) as conn:  # one vector cut short: the matrix cannot be built
         conn.execute("UPDATE doc_vectors SET vector = x'0102' WHERE rowid = 1")
     conn.close()
-    cold, stderr = _cold_search(damaged, env)
+    return damaged
+
+
+def test_a_helper_that_fails_leaves_the_search_to_words_and_says_why(
+    embedded: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    cold, stderr = _cold_search(_damaged(embedded, tmp_path), env)
     assert "semantic search failed (ValueError: " in stderr
     assert "): ranked by words only" in stderr
     assert "Traceback" not in stderr
     assert _same(cold, _in_process(embedded, semantic_on=False))
+
+
+def test_a_helper_that_fails_leaves_the_answer_to_words_and_says_why(
+    embedded: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    cold, stderr = _cold_answer(_damaged(embedded, tmp_path), env)
+    assert "semantic search failed (ValueError: " in stderr
+    assert "Traceback" not in stderr
+    assert cold == _answered_in_process(embedded, semantic_on=False)
 
 
 @pytest.fixture
@@ -305,6 +352,8 @@ def test_a_helper_no_search_takes_is_gone_when_the_command_ends(
         (["--offline", "search", "--as-of", "2025-01-01", "q"], {}, False),
         (["--offline", "search", "--help"], {}, False),
         (["--offline", "get", "documents/x"], {}, False),
+        (["--offline", "answer", "q"], {}, True),  # it quotes search --offline's ranking
+        (["answer", "q"], {}, False),  # online: upstream answers
     ],
 )
 def test_which_command_lines_fork_a_helper(
@@ -328,12 +377,13 @@ SLOW_HELPER = (
 )
 
 
+@pytest.mark.parametrize("command", ["search", "answer"])
 def test_ctrl_c_while_a_cold_search_waits_for_its_helper_exits_130_without_a_traceback(
-    embedded: Path, env: dict[str, str], tmp_path: Path
+    embedded: Path, env: dict[str, str], tmp_path: Path, command: str
 ) -> None:
     asked = tmp_path / "asked"
     process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_HELPER, "--offline", "search", QUESTION],
+        [sys.executable, "-c", SLOW_HELPER, "--offline", command, QUESTION],
         env={**env, "DK_MIRROR_DB": f"sqlite:///{embedded}", "ASKED": str(asked)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

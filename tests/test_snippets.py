@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.search.snippets import best_window, plain_text
+from mirror.models import Document
+from mirror.search.snippets import best_window, link_labels, plain_text
+from mirror.store.store import Store
 
 
 def test_link_targets_and_markup_are_dropped_before_marking():
@@ -183,3 +185,72 @@ def test_code_keeps_its_characters(markdown, prose):
 @pytest.mark.parametrize(("markdown", "prose"), RESIDUE)
 def test_corpus_markup_leaves_no_residue(markdown, prose):
     assert plain_text(markdown) == prose
+
+
+# developer.chrome.com/docs/lighthouse/performance/lighthouse-total-blocking-time (abridged):
+# a shortcut reference link, its definition at the end of the page with the others.
+TBT = (
+    "## What TBT measures\n\n"
+    "The sum is calculated by adding the _blocking portion_ of all [long tasks] between "
+    "[First Contentful Paint][fcp] and [Time to Interactive][tti].\n\n"
+    + "".join(
+        f"## Step {n}\n\nRemove unused code and defer scripts that delay the page, step {n} "
+        "of the usual advice for a faster load.\n\n"
+        for n in range(1, 40)
+    )
+    + "[long tasks]: https://web.dev/long-tasks-devtools/\n"
+    "[fcp]: /docs/lighthouse/performance/first-contentful-paint/\n"
+    "[tti]: /docs/lighthouse/performance/interactive/\n"
+)
+
+
+def test_a_shortcut_reference_to_a_label_the_page_defines_reads_as_its_text():
+    labels = link_labels(TBT)
+    assert labels == {"long tasks", "fcp", "tti"}
+    chunk = TBT.split("\n\n")[1]  # the definitions are in no chunk of it
+    assert plain_text(chunk, labels) == (
+        "The sum is calculated by adding the blocking portion of all long tasks between "
+        "First Contentful Paint and Time to Interactive."
+    )
+    # Matched as CommonMark matches a label: case and runs of spaces aside.
+    assert plain_text("all [Long  Tasks] count", labels) == "all Long Tasks count"
+
+
+def test_brackets_that_are_no_defined_link_stay():
+    labels = link_labels("[fcp]: /first-contentful-paint/\n")
+    # A checkbox, an index outside code, a label the page does not define, an escaped one.
+    prose = "- [x] done with a[i] and [fcp2], not \\[fcp]"
+    assert plain_text(prose, labels) == "• [x] done with a[i] and [fcp2], not [fcp]"
+    # Code keeps its characters, brackets included, even around a defined label.
+    assert plain_text("Write `[fcp]` or `a[fcp]`.", labels) == "Write [fcp] or a[fcp]."
+    # Without the page's labels nothing is taken for a link.
+    assert plain_text("all [fcp] here") == "all [fcp] here"
+
+
+def test_search_and_answer_show_a_shortcut_reference_as_its_text(cli_offline, db_url):
+    # The real commands on a real store: the snippet's chunk and the quoted passage hold the
+    # link, and only the page (its last lines) defines its label.
+    store = Store.open(db_url)
+    try:
+        store.put(
+            [
+                Document(
+                    name="documents/developer.chrome.com/docs/lighthouse/tbt",
+                    title="Total Blocking Time",
+                    content=TBT,
+                    data_source="developer.chrome.com",
+                )
+            ],
+            fetched_at=1.0,
+            upstream="test",
+        )
+    finally:
+        store.close()
+    searched = cli_offline("search", "blocking portion of long tasks")
+    assert searched.exit_code == 0, searched.output
+    assert "of all **long** **tasks** between" in searched.stdout, searched.stdout
+    assert "[long tasks]" not in searched.stdout
+    answered = cli_offline("answer", "what is the blocking portion of long tasks")
+    assert answered.exit_code == 0, answered.output
+    assert "portion of all long tasks between First Contentful Paint" in answered.stdout
+    assert "[long tasks]" not in answered.stdout

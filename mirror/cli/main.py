@@ -40,6 +40,9 @@ from .common import (
 
 EXIT_NOT_FOUND = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+# 128 + SIGPIPE, as shells report a command whose output's reader left (`ls | head -1`):
+# Python ignores SIGPIPE, so the write fails instead of the process dying of it.
+EXIT_BROKEN_PIPE = 141
 # OSErrors that are the machine's state, not a bug: reported as one line, not a traceback.
 OUTPUT_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
@@ -207,6 +210,12 @@ class Group(click.Group):
             click.echo(f"error: {render.clean(str(exc), multiline=True)}", err=True)
             ctx.exit(exc.exit_code)
         except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                # The reader of the output went away (`| head`): nothing is wrong, and no one
+                # reads what else would be said; quiet, as a Unix tool dies of SIGPIPE. (Click
+                # would exit 1 without a word.)
+                _output_gone()
+                ctx.exit(EXIT_BROKEN_PIPE)
             if exc.errno not in OUTPUT_FAILURES:
                 raise
             # Files the user names are written through files.atomic_file, which says which;
@@ -429,6 +438,16 @@ def _on_ctrl_c() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, handler)
+
+
+def _output_gone() -> None:
+    """Standard output pointed at /dev/null: what is still buffered for the pipe whose
+    reader left is dropped at exit, not written again (the interpreter would print "Exception
+    ignored ... BrokenPipeError")."""
+    with contextlib.suppress(OSError, ValueError):
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, sys.stdout.fileno())
+        os.close(quiet)
 
 
 def _leave(code: int) -> None:

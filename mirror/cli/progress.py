@@ -7,6 +7,7 @@ ETA; it is imported only when a bar is drawn, so quick and offline commands neve
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -16,6 +17,19 @@ from typing import Any, TextIO
 # finished since its last draw, so a crawl narrowing broken links under the quota (a minute of
 # paced calls that finish nothing) would freeze its clock, ETA and quota wait.
 REDRAW_EVERY = 0.5
+# The width a bar takes when its terminal says it has none: some CI terminals, and a new
+# pseudo-terminal, report 0 columns (tqdm then drew a one-character meter, its stats cut).
+FALLBACK_COLUMNS = 80
+
+
+def columns(stream: TextIO) -> int:
+    """The width of the terminal `stream` draws on, FALLBACK_COLUMNS when it reports none
+    (0 columns) or cannot say."""
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):  # not a file (a test's stream), or closed
+        width = 0
+    return width if width > 0 else FALLBACK_COLUMNS
 
 
 def _stderr() -> TextIO:
@@ -60,12 +74,15 @@ class Bar:
                 desc=self.label,
                 unit=self.unit,
                 file=self.stream,
-                dynamic_ncols=True,
+                # The width measured here at each update (tqdm's own measure takes a terminal
+                # of 0 columns at its word): a resized terminal is followed all the same.
+                ncols=self._width(),
                 # The average rate since the start, not a moving one: it keeps falling (and the
                 # time left keeps growing) while nothing finishes, as under quota waits.
                 smoothing=0,
             )
         self._bar.total = total
+        self._bar.ncols = self._width()
         if note is not None:
             self._bar.set_postfix_str(note, refresh=False)
         self._bar.update(done - self._done)
@@ -73,6 +90,11 @@ class Bar:
             self._drawn = time.monotonic()
             self._bar.refresh()
         self._done = done
+
+    def _width(self) -> int:
+        # One column left free, as tqdm leaves it: a line that fills the last column wraps
+        # on some terminals, and each redraw would then start a new line.
+        return columns(self.stream) - 1
 
     def close(self) -> None:
         """Leave the finished bar on screen, if one was drawn."""

@@ -97,7 +97,8 @@ def search(
         return
     previous = None
     pages = 0  # numbered by page: a page's second chunk is not a result of its own
-    snippets = mirror.snippets(query, [hit.content for hit in result.page.results])
+    hits = result.page.results
+    snippets = mirror.snippets(query, [hit.content for hit in hits], [hit.parent for hit in hits])
     for hit, snippet in zip(result.page.results, snippets, strict=True):
         if hit.parent == previous:
             # The same page's next-best chunk (local results are grouped by page).
@@ -130,6 +131,14 @@ def search(
 def answer(ctx: click.Context, question: str, filter_text: str | None, as_json: bool) -> None:
     """Answer a question (upstream AnswerQuery: 50/day; offline: recorded or extractive)."""
     mirror = open_mirror(ctx, readonly=None)  # online, it counts quota and records the answer
+    from .start import take_helper
+
+    # An offline answer quotes the pages `search --offline` ranks first: a cold one ranks
+    # them with the helper forked as the command started, as a cold search does.
+    helper = take_helper()
+    if helper is not None:
+        gc.disable()  # as in `search`: a process that exits after one answer
+        mirror.warm_answer(question, filter=filter_text, helper=helper)
     result = mirror.answer_query(question, filter=filter_text)
     for warning in result.warnings:
         click.echo(f"warning: {render.clean(warning, multiline=True)}", err=True)

@@ -1,7 +1,8 @@
 """The `dk-mirror` command's first moments: fork the dense ranking's helper, then run it.
 
-A cold `search --offline` with vectors on needs numpy, onnxruntime, tokenizers and the model,
-which take longer to import and load than the rest of the search takes in all. Forked here,
+A cold `search --offline` (or `answer --offline`, which quotes that search's ranking) with
+vectors on needs numpy, onnxruntime, tokenizers and the model, which take longer to import and
+load than the rest of the search takes in all. Forked here,
 before this process imports click or anything of its own, a helper loads them on the other
 core while the command starts (service/forked_dense.py); the search asks it for its dense
 ranking when it knows it needs one, and dismisses it otherwise.
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
 # The helper forked for this process, until a search takes it (killed at exit if none does).
 _forked: Helper | None = None
+# The commands that rank the store as `search --offline` does: an offline answer quotes the
+# pages that ranking puts first (service/answers.py).
+_RANKING = {"search", "answer"}
 # Options after which the search cannot rank locally with vectors, or is not run at all.
 _NOT_RANKED_HERE = {"--fetch", "--as-of", "--help", "-h", "--version"}
 
@@ -60,8 +64,9 @@ def take_helper() -> Helper | None:
 
 
 def _may_rank_with_vectors(args: Sequence[str], env: Mapping[str, str]) -> bool:
-    """Whether this command line looks like an offline search the semantic tier may rank."""
-    if "search" not in args or _NOT_RANKED_HERE.intersection(args):
+    """Whether this command line looks like an offline search (or answer) the semantic tier
+    may rank."""
+    if not _RANKING.intersection(args) or _NOT_RANKED_HERE.intersection(args):
         return False
     if not hasattr(os, "fork"):
         return False  # no fork (Windows): the model loads in a thread (service/warmup.py)

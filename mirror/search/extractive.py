@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..models import Answer, Citation, Document, DocumentChunk
 from . import quotes
-from .snippets import plain_text
+from .snippets import link_labels, plain_text
 
 LABEL = "Extractive answer (offline: quoted from the local mirror, not generated):"
 # How many pages an answer quotes: the first-ranked one, then supporting quotes.
@@ -47,8 +47,10 @@ def build(query: str, passages: Sequence[Passage]) -> Answer:
         if len(citations) >= MAX_SOURCES:
             break
         document = group[0].document
-        quote = quotes.best([p.text for p in group], query)
-        source = _holding(group, quote.text) if quote else ""
+        # A shortcut reference link (`[long tasks]`) is defined elsewhere on the page.
+        labels = link_labels(document.content or "") if document else frozenset()
+        quote = quotes.best([p.text for p in group], query, labels)
+        source = _holding(group, quote.text, labels) if quote else ""
         if quote is None and not citations and document and document.description:
             # A landing page (a title and a list of links, 7% of the corpus' pages) has no
             # prose: its description is its own summary of what it holds.
@@ -75,11 +77,11 @@ def build(query: str, passages: Sequence[Passage]) -> Answer:
     return Answer(text, tuple(citations), tuple(references))
 
 
-def _holding(group: Sequence[Passage], quoted: str) -> str:
+def _holding(group: Sequence[Passage], quoted: str, labels: frozenset[str]) -> str:
     """The chunk a quotation came from (its reference's content): the first of the page's
     passages that holds the quotation's first words, else its best passage."""
     opening = " ".join(quoted.split()[:4])
     for passage in group:
-        if opening in " ".join(plain_text(passage.text).split()):
+        if opening in " ".join(plain_text(passage.text, labels).split()):
             return passage.text
     return group[0].text

@@ -46,16 +46,16 @@ class Quote:
     score: float
 
 
-def paragraphs(markdown: str) -> list[str]:
+def paragraphs(markdown: str, labels: frozenset[str] = frozenset()) -> list[str]:
     """A chunk's prose paragraphs as plain text: no headings, fenced code, tables or rules
     (lines of HTML and template tags are reduced by plain_text, and vanish when that is all
-    they held)."""
+    they held). `labels`: the link labels its page defines (snippets.link_labels)."""
     out: list[str] = []
     lines: list[str] = []
     fenced = False
 
     def close() -> None:
-        text = plain_text("\n".join(lines)).removeprefix(BULLET)
+        text = plain_text("\n".join(lines), labels).removeprefix(BULLET)
         if text:
             out.append(text)
         lines.clear()
@@ -108,15 +108,20 @@ def _finder(key: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(key))
 
 
-def best(passages: Sequence[str], question: str) -> Quote | None:
+def best(
+    passages: Sequence[str], question: str, labels: frozenset[str] = frozenset()
+) -> Quote | None:
     """The best quotation for `question` among the Markdown `passages` (chunks of one page):
     the prose sentence whose question words, each weighted by how few of the page's sentences
     hold it, weigh most (on a tie the one holding them more often, then the earlier), with the
     sentences after it in its paragraph while the quotation is short (MIN_CHARS). With no
     question word anywhere, the page's first prose sentences (score 0). None when the
-    passages hold no prose at all."""
+    passages hold no prose at all. `labels`: the link labels the page defines
+    (snippets.link_labels): a shortcut reference to one is quoted as its text."""
     units = [
-        [s for s in sentences(p) if _is_prose(s)] for text in passages for p in paragraphs(text)
+        [s for s in sentences(p) if _is_prose(s)]
+        for text in passages
+        for p in paragraphs(text, labels)
     ]
     units = [u for u in units if u]
     if not units:

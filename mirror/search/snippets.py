@@ -105,12 +105,45 @@ def _shielded(markdown: str) -> str:
     return markdown
 
 
-def plain_text(markdown: str) -> str:
+# A link reference definition's label (`[long tasks]: https://web.dev/...`), on its own line.
+_DEFINITION = re.compile(r"(?m)^[ \t]{0,3}\[([^\[\]\n]+)\]:[ \t]*\S")
+# A shortcut reference link (`see [long tasks].`): a bracketed label with no link target or
+# second label after it (`[text](url)`, `[text][label]`, `[label]:`), nor before it (the
+# label of `[text][label]`), and not escaped (`\[`).
+_SHORTCUT = re.compile(r"(?<![\]\\])\[([^\[\]\n]+)\](?![(\[:])")
+
+
+def _label_key(label: str) -> str:
+    # As CommonMark matches a reference to its definition: case and runs of spaces ignored.
+    return " ".join(label.split()).casefold()
+
+
+def link_labels(page: str) -> frozenset[str]:
+    """The link labels `page` (a whole page's Markdown) defines (`[label]: url` lines): what
+    a shortcut reference `[label]` in any chunk of it points at (plain_text's `labels`)."""
+    if "]:" not in page:
+        return frozenset()
+    return frozenset(_label_key(m.group(1)) for m in _DEFINITION.finditer(page))
+
+
+def may_hold_shortcuts(markdown: str) -> bool:
+    """Whether `markdown` may hold a shortcut reference link: else its page's labels are not
+    needed (`link_labels`), and not worth reading the page for."""
+    return "[" in markdown and _SHORTCUT.search(markdown) is not None
+
+
+def plain_text(markdown: str, labels: frozenset[str] = frozenset()) -> str:
     """Markdown reduced to readable prose (links keep their text; HTML tags such as
     `<br/><div style="...">` and template tags go, entities are decoded; code keeps its
     characters): the one cleaning of page text for snippets, extractive answers and the
-    browser's pages."""
+    browser's pages. `labels`: the link labels the page defines (`link_labels`); a shortcut
+    reference to one (`[long tasks]`) reads as its text, any other bracket (`[x]`, `a[i]`
+    outside code) stays."""
     markdown = _shielded(markdown)
+    if labels:
+        markdown = _SHORTCUT.sub(
+            lambda m: m.group(1) if _label_key(m.group(1)) in labels else m.group(0), markdown
+        )
     for pattern, replacement in _NOISE:
         markdown = pattern.sub(replacement, markdown)
     # Character references (`&mdash;`, `&amp;`) as the characters they stand for; whoever

@@ -84,6 +84,19 @@ def answer_key(query: str, filter_text: str | None) -> str:
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
+def extractive_request(
+    ctx: Context, query: str, filter_text: str | None
+) -> tuple[str, filters.Node | None] | None:
+    """The question and filter an offline `answer` ranks the local pages by (its extractive
+    answer), or None when an answer recorded for them serves it and nothing is ranked."""
+    text = limits.check_query(query, what="question")
+    node = filters.parse(filter_text)
+    canonical = filters.to_text(node) if node is not None else None
+    if ctx.store.recordings.answer(answer_key(text, canonical)) is not None:
+        return None
+    return text, node
+
+
 def answer(ctx: Context, query: str, *, filter_text: str | None, mode: Mode) -> AnswerResult:
     """Answer a question: upstream (counted against the daily quota) or from what is local.
 

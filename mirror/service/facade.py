@@ -474,12 +474,32 @@ class Mirror:
             return False  # online: upstream answers; the store is not even opened here
         return warmup.for_one_search(self._ctx(), request, chosen, helper)
 
-    def snippets(self, query: str, contents: Sequence[str]) -> list[list[tuple[str, bool]]]:
+    def snippets(
+        self, query: str, contents: Sequence[str], parents: Sequence[str] | None = None
+    ) -> list[list[tuple[str, bool]]]:
         """The snippet of each chunk text of a page of results for `query`: (segment, marked)
-        pairs on one line, the query's words marked."""
+        pairs on one line, the query's words marked. `parents`: each chunk's page, whose link
+        definitions say which `[label]` is a link (shown as its text)."""
         from . import search
 
-        return search.snippets(self._ctx().store, query, contents)
+        return search.snippets(self._ctx().store, query, contents, parents)
+
+    def warm_answer(
+        self,
+        query: str,
+        *,
+        filter: str | None = None,
+        mode: Mode | None = None,
+        helper: Helper,
+    ) -> bool:
+        """For a process that runs one answer (the CLI): ask `helper` (forked at the
+        command's start: cli/start.py) for the dense ranking an offline extractive answer
+        to `query` quotes from, before `answer_query` is asked the same; dismiss it when
+        the answer ranks nothing with vectors. Says whether it was asked."""
+        from . import warmup
+
+        chosen = mode or self.default_mode()
+        return warmup.for_one_answer(self._ctx(), query, filter, chosen, helper)
 
     def answer_query(
         self, query: str, *, filter: str | None = None, mode: Mode | None = None

@@ -256,17 +256,44 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def snippets(
-    store: StoreReads, query: str, contents: Sequence[str]
+    store: StoreReads,
+    query: str,
+    contents: Sequence[str],
+    parents: Sequence[str] | None = None,
 ) -> list[list[tuple[str, bool]]]:
     """The snippet of each chunk text of a page of results, as (segment, marked) pairs on
     one line: the chunk as prose (no fence info strings, headings set off, no control
-    characters), cut around the query's words by the store's own machinery where it has one
-    (ts_headline on PostgreSQL, one statement for the page), else by best_window."""
+    characters, a shortcut reference link to a label its page defines as its text: `parents`,
+    each chunk's page), cut around the query's words by the store's own machinery where it
+    has one (ts_headline on PostgreSQL, one statement for the page), else by best_window."""
     from ..search.snippets import best_window, plain_text
 
-    shown = [plain_text(_CONTROL.sub(" ", content)) for content in contents]
+    labels = _page_labels(store, contents, parents)
+    shown = [
+        plain_text(_CONTROL.sub(" ", content), labels.get(parent, frozenset()))
+        for content, parent in zip(contents, parents or [""] * len(contents), strict=True)
+    ]
     found = store.headlines(query, shown) if shown else None
     return found if found is not None else [best_window(text, query) for text in shown]
+
+
+def _page_labels(
+    store: StoreReads, contents: Sequence[str], parents: Sequence[str] | None
+) -> dict[str, frozenset[str]]:
+    """The link labels each page defines (`[label]: url`, most often at its end, far from the
+    chunk), read only for the pages of chunks that may use one; a page the store does not
+    hold (an upstream result) defines none."""
+    from ..search.snippets import link_labels, may_hold_shortcuts
+
+    if parents is None:
+        return {}
+    wanted = list(
+        dict.fromkeys(p for c, p in zip(contents, parents, strict=True) if may_hold_shortcuts(c))
+    )
+    if not wanted:
+        return {}
+    held = store.get_many(wanted)
+    return {name: link_labels(held[name].document.content or "") for name in held}
 
 
 def local_need(request: SearchRequest) -> int:
@@ -301,12 +328,8 @@ def local_ranking(
     hybrid ranking (the lexical one when the dense tier is off), and for a query that is an
     API name, the pages named after it, then the page the symbol index has for it, first."""
     from ..search import lexical as words
-    from ..search.blank_pages import SINK
 
-    # Each step reorders within a window fixed by its rule, not by `limit`, so the first
-    # `limit` of this ranking are the first `limit` of a deeper one (a next page of results
-    # repeats or skips no document): ranked SINK deeper than what is kept.
-    depth = max(limit, NAMED_WINDOW) + SINK
+    depth = ranking_depth(limit)
     ranking = hybrid_ranking(ctx, query, limit=depth, node=node)
     if ranking is None:
         ranking = lexical_ranking(ctx, query, limit=depth, node=node)
@@ -318,6 +341,23 @@ def local_ranking(
 
 # How deep a page named after an API name is looked for (mirror.search.named_pages).
 NAMED_WINDOW = 10
+
+
+def ranking_depth(limit: int) -> int:
+    """How deep `local_ranking` ranks to keep its first `limit`. Each of its steps reorders
+    within a window fixed by its rule, not by `limit`, so the first `limit` of this ranking
+    are the first `limit` of a deeper one (a next page of results repeats or skips no
+    document): ranked SINK deeper than what is kept."""
+    from ..search.blank_pages import SINK
+
+    return max(limit, NAMED_WINDOW) + SINK
+
+
+def local_dense_limit(limit: int) -> int:
+    """How deep the dense ranking of `local_ranking(limit=limit)` goes: what a helper forked
+    to rank a cold command's vectors is asked for (service/warmup.py), so that
+    `hybrid_ranking` takes its answer."""
+    return dense_limit(ranking_depth(limit))
 
 
 def _blank_sunk(ctx: Context, ranking: list[DocumentHit]) -> list[DocumentHit]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidInput
 from ..policy import Mode
 from .context import Context
-from .search import LOCAL_TOKEN, SearchRequest, dense_limit, embeds, local_need
+from .search import LOCAL_TOKEN, SearchRequest, embeds, local_dense_limit, local_need
 
 if TYPE_CHECKING:
     from .forked_dense import Helper
@@ -66,17 +66,50 @@ def for_serving(ctx: Context) -> bool:
     return True
 
 
+def for_one_answer(
+    ctx: Context, query: str, filter_text: str | None, mode: Mode, helper: Helper
+) -> bool:
+    """Before an answer in a process that runs just it (the CLI): when it will be an
+    extractive one ranked with vectors (offline, no answer recorded for the question: it
+    quotes `search --offline`'s ranking, answers.ranked), ask `helper` for that ranking's
+    dense half; else dismiss it. Says whether it was asked."""
+    from . import answers
+
+    try:
+        asked = mode.offline and ctx.as_of is None
+        quoted = answers.extractive_request(ctx, query, filter_text) if asked else None
+        if quoted is not None and embeds(quoted[0]) and _store_vectors(ctx) is not None:
+            from . import forked_dense
+
+            text, node = quoted
+            limit = local_dense_limit(answers.EXTRACT_FROM)
+            forked_dense.ask(helper, ctx.settings, text, limit, node)
+            return True
+    except InvalidInput:
+        pass  # an empty question or a bad filter: the answer says so
+    helper.dismiss()
+    return False
+
+
+def _store_vectors(ctx: Context) -> str | None:
+    """The model key of the store's vectors when a local ranking may use them, else None."""
+    if not ctx.settings.semantic:
+        return None  # DK_MIRROR_SEMANTIC=off never loads the model
+    state = ctx.store.semantic_state()
+    return state.model if state is not None else None
+
+
 def _vectors_ranking(ctx: Context, request: SearchRequest, mode: Mode) -> str | None:
     """The model key of the store's vectors when the local ranking of `request` uses them,
     else None."""
-    if not ctx.settings.semantic or not may_rank_with_vectors(request, mode):
-        return None  # DK_MIRROR_SEMANTIC=off never loads the model
-    state = ctx.store.semantic_state()
-    if state is None:
+    if not may_rank_with_vectors(request, mode):
+        return None
+    model_key = _store_vectors(ctx)
+    if model_key is None:
         return None
     if ctx.store.recordings.page(request.key) is not None:
         return None  # a recorded page answers it: nothing is ranked
-    return state.model
+    return model_key
 
 
 def _ask(ctx: Context, request: SearchRequest, mode: Mode, helper: Helper) -> bool:
@@ -87,7 +120,7 @@ def _ask(ctx: Context, request: SearchRequest, mode: Mode, helper: Helper) -> bo
         if ctx.as_of is None and _vectors_ranking(ctx, request, mode) is not None:
             from . import forked_dense
 
-            limit = dense_limit(local_need(request))
+            limit = local_dense_limit(local_need(request))
             forked_dense.ask(helper, ctx.settings, request.query, limit, request.node)
             return True
     except InvalidInput:

@@ -208,7 +208,10 @@ class _Pages:
             return page("search.html", 400, q=q, result=None, hits=[], error=exc)
         parents = list(dict.fromkeys(chunk.parent for chunk in result.page.results))
         mirrored = self.mirror.cached_names(parents)
-        snippets = self.mirror.snippets(q, [chunk.content for chunk in result.page.results])
+        chunks = result.page.results
+        snippets = self.mirror.snippets(
+            q, [chunk.content for chunk in chunks], [chunk.parent for chunk in chunks]
+        )
         hits = [
             {
                 "name": chunk.parent,
