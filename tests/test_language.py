@@ -130,7 +130,10 @@ def test_a_spanish_question_gets_the_spanish_page_before_the_english_one(
     assert ranked is not None
     names = [h.name for h in ranked]
     assert names[0] == spanish
-    assert all(page_language(n) == "es" for n in names)  # five Spanish pages match too
+    # Five more Spanish pages match, but only one of them (a DevTools release note) holds two
+    # thirds of what it is about, the words the best English page holds (declarative, shadow,
+    # dom, server, side, rendering): the others no longer push the English page out of sight.
+    assert english in names[:3]
 
 
 def test_an_english_question_is_left_to_the_semantic_tier(corpus_store: Context) -> None:
