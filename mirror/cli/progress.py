@@ -7,6 +7,7 @@ ETA; it is imported only when a bar is drawn, so quick and offline commands neve
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -22,13 +23,13 @@ REDRAW_EVERY = 0.5
 FALLBACK_COLUMNS = 80
 
 
-def columns(stream: TextIO) -> int:
+def columns(stream: TextIO) -> int | None:
     """The width of the terminal `stream` draws on, FALLBACK_COLUMNS when it reports none
-    (0 columns) or cannot say."""
+    (0 columns); None when it cannot say (not a terminal's file: no limit, as before)."""
     try:
         width = os.get_terminal_size(stream.fileno()).columns
-    except (OSError, ValueError, AttributeError):  # not a file (a test's stream), or closed
-        width = 0
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
     return width if width > 0 else FALLBACK_COLUMNS
 
 
@@ -91,10 +92,11 @@ class Bar:
             self._bar.refresh()
         self._done = done
 
-    def _width(self) -> int:
+    def _width(self) -> int | None:
         # One column left free, as tqdm leaves it: a line that fills the last column wraps
         # on some terminals, and each redraw would then start a new line.
-        return columns(self.stream) - 1
+        width = columns(self.stream)
+        return None if width is None else width - 1
 
     def close(self) -> None:
         """Leave the finished bar on screen, if one was drawn."""
