@@ -147,6 +147,14 @@ RESIDUE = [
         " (Open chrome://flags/\\#enable-experimental-web-platform-features in",
         "to send a RESET_STREAM (Open chrome://flags/#enable-experimental-web-platform-features in",
     ),
+    (  # developer.chrome.com/docs/extensions/mv3/faq: emphasis over a soft line break, but
+        # never over a paragraph's end
+        "sometimes take longer for an update. _Do not reply to the bug to ask when the issue "
+        "will be\n    fixed._ If your bug has not been modified after two weeks\n\n"
+        "a _stray marker\n\nand one_ more",
+        "sometimes take longer for an update. Do not reply to the bug to ask when the issue will "
+        "be fixed. If your bug has not been modified after two weeks a _stray marker and one_ more",
+    ),
 ]
 
 

@@ -72,7 +72,14 @@ _NOISE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     # ... but one that wraps words from outside them is emphasis: `_always_`, `*not*`
     # (`snake_case_name` and `a * b` are left alone).
     # An escaped marker (`\*`) is not one: it is a character, unescaped below.
-    (re.compile(r"(?<![\w*\\])([*_])(?=[^\s*_])([^\n]*?[^\s*_\\])\1(?![\w*])"), r"\2"),
+    # It may run over a paragraph's soft line breaks (`_Do not reply ... will be` + newline +
+    # `fixed._`), never over a blank line.
+    (
+        re.compile(
+            r"(?<![\w*\\])([*_])(?=[^\s*_])((?:[^\n]|\n(?![ \t]*\n))*?[^\s*_\\])\1(?![\w*])"
+        ),
+        r"\2",
+    ),
     # Markdown's backslash escapes in prose (`snake\_case`, `flags/\#enable`; 95 pages of the
     # corpus): the character itself. Code is shielded by then, and keeps its backslashes.
     (re.compile(r"\\([!-/:-@\[-`{-~])"), r"\1"),
