@@ -55,7 +55,8 @@ class Question:
     kind: str
     text: str
     expected: frozenset[str]
-    # Which batch of questions.md wrote it: 2 and 3 were written blind, after the ranking was tuned.
+    # Which batch of questions.md wrote it: 2, 3 and 4 were written blind, after the ranking
+    # was tuned.
     batch: int = 1
 
     @property
@@ -188,6 +189,8 @@ def summary(found: Sequence[int | None]) -> dict[str, float]:
 GROUPS: dict[str, Callable[[Question], bool]] = {
     "question": lambda q: q.kind == "question",
     "agent": lambda q: q.kind == "agent",
+    # Asked in the user's own words, title words allowed (questions.md step 8).
+    "asked": lambda q: q.kind == "asked",
     "other-language": lambda q: q.kind == "other-language",
     "keyword": lambda q: q.kind == "keyword",
     "identifier": lambda q: q.kind == "identifier",
@@ -273,8 +276,8 @@ def main() -> None:
     parser.add_argument(
         "--batch",
         type=int,
-        help="score only this batch of questions.md (2 and 3: written blind after the ranking "
-        "was tuned; 3 is the later, agent-heavy one)",
+        help="score only this batch of questions.md (2, 3 and 4: written blind after the "
+        "ranking was tuned; 3 is the agent-heavy one; 4 is the asked kind, title words allowed)",
     )
     args = parser.parse_args()
     questions = [q for q in load_questions() if args.batch in (None, q.batch)]

@@ -12,7 +12,7 @@ import pytest
 
 from bench.bench_questions import SET, load_questions
 
-KINDS = {"question", "agent", "other-language", "keyword", "identifier", "typo"}
+KINDS = {"question", "agent", "asked", "other-language", "keyword", "identifier", "typo"}
 
 
 def test_the_set_has_every_kind_in_both_halves() -> None:
@@ -105,6 +105,43 @@ def test_third_batch_has_the_composition_questions_md_gives() -> None:
     queries = json.loads(SET.read_text())["queries"]
     earlier = {e for q in queries if q.get("batch") != 3 for e in q["expected"]}
     assert not earlier & set(targets)
+
+
+def test_fourth_batch_has_the_composition_questions_md_gives() -> None:
+    """questions.md step 8: 40 `asked` queries, one per drawn page (15 tensorflow, 25 chrome
+    en), each a 5-15 word question or request, drawn past the third batch's pages."""
+    queries = json.loads(SET.read_text())["queries"]
+    batch = [q for q in queries if q.get("batch") == 4]
+    assert Counter(q["kind"] for q in batch) == {"asked": 40}
+    assert all(q["target_title"] and 5 <= len(q["query"].split()) <= 15 for q in batch)
+    assert not any("language" in q for q in batch)
+    targets = [q["expected"][0] for q in batch]
+    assert len(set(targets)) == 40
+    sites = Counter(
+        "tensorflow"
+        if t.startswith("www.tensorflow.org/")
+        else "chrome-intl"
+        if re.match(r"developer\.chrome\.com/[a-z]{2}/", t)
+        else "chrome-en"
+        for t in targets
+    )
+    assert sites == {"tensorflow": 15, "chrome-en": 25}
+    # A drawn page is one no earlier query expects, and none is a verbatim title.
+    earlier = {e for q in queries if q.get("batch") != 4 for e in q["expected"]}
+    assert not earlier & set(targets)
+    assert all(q["query"].lower() != q["target_title"].lower() for q in batch)
+
+
+def test_asked_is_the_only_drawn_kind_free_of_the_title_word_rule() -> None:
+    """The `asked` kind may use its page's title words (questions.md step 8), so the rule's
+    test skips it; it is the only kind of batch 4, and no earlier batch uses it."""
+    queries = json.loads(SET.read_text())["queries"]
+    asked = [q for q in queries if q["kind"] == "asked"]
+    assert asked and all(q.get("batch") == 4 for q in asked)
+    # Real users do use title words: most asked queries share at least one.
+    batch = [q for q in queries if q.get("batch") == 4]
+    sharing = [q for q in batch if _terms(q["query"]) & _terms(q["target_title"])]
+    assert len(sharing) > len(batch) // 2
 
 
 def test_the_title_word_check_catches_a_shared_word() -> None:
