@@ -89,15 +89,7 @@ def test_third_batch_has_the_composition_questions_md_gives() -> None:
     }
     targets = [q["expected"][0] for q in batch]
     assert len(set(targets)) == 60
-    sites = Counter(
-        "tensorflow"
-        if t.startswith("www.tensorflow.org/")
-        else "chrome-intl"
-        if re.match(r"developer\.chrome\.com/(ja|ko|zh|es|pt)/", t)
-        else "chrome-en"
-        for t in targets
-    )
-    assert sites == {"tensorflow": 20, "chrome-en": 30, "chrome-intl": 10}
+    assert _sites(targets) == {"tensorflow": 20, "chrome-en": 30, "chrome-intl": 10}
     assert Counter(q["language"] for q in batch if "language" in q) == {
         lang: 2 for lang in ("ja", "ko", "zh", "es", "pt")
     }
@@ -105,6 +97,19 @@ def test_third_batch_has_the_composition_questions_md_gives() -> None:
     queries = json.loads(SET.read_text())["queries"]
     earlier = {e for q in queries if q.get("batch") != 3 for e in q["expected"]}
     assert not earlier & set(targets)
+
+
+def _sites(targets: list[str]) -> Counter[str]:
+    """How many drawn pages each corpus gave: tensorflow, chrome in English, chrome in
+    another language."""
+    return Counter(
+        "tensorflow"
+        if t.startswith("www.tensorflow.org/")
+        else "chrome-intl"
+        if re.match(r"developer\.chrome\.com/[a-z]{2}/", t)
+        else "chrome-en"
+        for t in targets
+    )
 
 
 def test_fourth_batch_has_the_composition_questions_md_gives() -> None:
@@ -117,15 +122,7 @@ def test_fourth_batch_has_the_composition_questions_md_gives() -> None:
     assert not any("language" in q for q in batch)
     targets = [q["expected"][0] for q in batch]
     assert len(set(targets)) == 40
-    sites = Counter(
-        "tensorflow"
-        if t.startswith("www.tensorflow.org/")
-        else "chrome-intl"
-        if re.match(r"developer\.chrome\.com/[a-z]{2}/", t)
-        else "chrome-en"
-        for t in targets
-    )
-    assert sites == {"tensorflow": 15, "chrome-en": 25}
+    assert _sites(targets) == {"tensorflow": 15, "chrome-en": 25}
     # A drawn page is one no earlier query expects, and none is a verbatim title.
     earlier = {e for q in queries if q.get("batch") != 4 for e in q["expected"]}
     assert not earlier & set(targets)
