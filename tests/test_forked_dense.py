@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,17 +72,23 @@ PROBE = (
 )
 
 
-def _cold_search(path: Path, env: dict[str, str]) -> tuple[Ranked, str]:
+def _probed(path: Path, env: dict[str, str], *args: str) -> tuple[Any, str]:
+    """`dk-mirror --offline ARGS` run by PROBE in a new process on the store at `path`: its
+    JSON output, and its stderr (ending with the model's modules it imported)."""
     run = subprocess.run(
-        [sys.executable, "-c", PROBE, "--offline", "search", "--json", "--limit", "10", QUESTION],
+        [sys.executable, "-c", PROBE, "--offline", *args],
         env={**env, "DK_MIRROR_DB": f"sqlite:///{path}"},
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    results = json.loads(run.stdout)["results"]
-    return [(r["parent"], r["id"], r["relevanceScore"]) for r in results], run.stderr
+    return json.loads(run.stdout), run.stderr
+
+
+def _cold_search(path: Path, env: dict[str, str]) -> tuple[Ranked, str]:
+    found, stderr = _probed(path, env, "search", "--json", "--limit", "10", QUESTION)
+    return [(r["parent"], r["id"], r["relevanceScore"]) for r in found["results"]], stderr
 
 
 def _same(cold: Ranked, warm: Ranked) -> bool:
@@ -111,17 +118,10 @@ def _answered_in_process(path: Path, *, semantic_on: bool = True) -> tuple[str, 
 
 
 def _cold_answer(path: Path, env: dict[str, str]) -> tuple[tuple[str, list[str]], str]:
-    run = subprocess.run(
-        [sys.executable, "-c", PROBE, "--offline", "answer", "--json", QUESTION],
-        env={**env, "DK_MIRROR_DB": f"sqlite:///{path}"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    found = json.loads(run.stdout)["answer"]
+    body, stderr = _probed(path, env, "answer", "--json", QUESTION)
+    found = body["answer"]
     cited = [r["documentReference"]["documentChunk"]["parent"] for r in found["references"]]
-    return (found["answerText"], cited), run.stderr
+    return (found["answerText"], cited), stderr
 
 
 def test_a_cold_offline_answer_quotes_as_one_process_does_without_loading_the_model(

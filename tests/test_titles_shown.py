@@ -22,7 +22,7 @@ from mirror.service import Mirror
 from tests.cli_store import stored_for_cli
 
 SOURCE = "developer.chrome.com"
-# Titles as the corpus stores them (tests/data/corpus; the last from ../shared/corpus).
+# Titles as the corpus stores them (the last as the full corpus, not the tests subset, has it).
 WEBGPU = "What's New in WebGPU (Chrome&nbsp;119)"
 SCOPE = "Limit the reach of your selectors with the CSS `@scope` at-rule"
 PIP = "Picture-in-Picture for any Element, not just <video>"
