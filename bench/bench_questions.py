@@ -9,7 +9,7 @@ one store), split into a dev half (tune on it) and a test half (score it when a 
 by a hash of the query text. Every tier ranks documents (results grouped by page), all built in
 this run from the same pages:
 - dk-mirror lexical: Store.rank_documents, the ranking of the default install;
-- dk-mirror hybrid: mirror.service.search.local_ranking, what `search --offline` shows (the
+- dk-mirror hybrid: mirror.service.ranking.local_ranking, what `search --offline` shows (the
   dense tier fused in, vectors built here);
 - bare FTS5 porter: one FTS5 row per chunk, porter stemming, an OR of the query's words;
 - bm25s: bm25s with a Snowball stemmer (English stop words), when bm25s is installed;

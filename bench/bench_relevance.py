@@ -13,7 +13,7 @@ Tiers, all built in this run from the same documents:
 - lexical PostgreSQL (and hybrid PostgreSQL, with the extra): the same rankings on a
   PostgreSQL store (tsvector, ts_rank; vectors in doc_vectors), when a server is given
   (--pg-url or $DK_MIRROR_BENCH_PG_URL; a scratch database is made there);
-- hybrid: the ranking `search --offline` shows (`mirror.service.search.local_ranking`: the
+- hybrid: the ranking `search --offline` shows (`mirror.service.ranking.local_ranking`: the
   dense tier fused in, API names' own pages first), with the vectors built here first.
 tests/test_relevance.py fails when the lexical tier falls below the levels recorded in the
 suite's `recorded` field (on PostgreSQL: `recorded_postgresql`); rerun this with --json to see
@@ -147,7 +147,7 @@ def hybrid(store: Store) -> Ranker | None:
     semantic packages."""
     from mirror.config import Settings
     from mirror.errors import MirrorError
-    from mirror.service import search, semantic
+    from mirror.service import ranking, semantic
     from mirror.service.context import Context
 
     ctx = Context(
@@ -159,8 +159,7 @@ def hybrid(store: Store) -> Ranker | None:
         return None
 
     def ranker(query: str) -> list[str]:
-        ranking = search.local_ranking(ctx, query, limit=DEPTH)
-        return [hit.name for hit in ranking]
+        return [hit.name for hit in ranking.local_ranking(ctx, query, limit=DEPTH)]
 
     return ranker
 

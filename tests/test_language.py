@@ -14,7 +14,7 @@ import pytest
 from mirror.config import Settings
 from mirror.models import Document
 from mirror.search.language import in_language_first, page_language, query_language
-from mirror.service import search
+from mirror.service import ranking
 from mirror.service.context import Context
 from mirror.store.store import Store
 from mirror.upstream.interface import Upstream
@@ -124,9 +124,9 @@ def test_a_spanish_question_gets_the_spanish_page_before_the_english_one(
     query = "el Declarative Shadow DOM y el server side rendering"
     english = "documents/developer.chrome.com/articles/declarative-shadow-dom"
     spanish = "documents/developer.chrome.com/es/articles/declarative-shadow-dom"
-    lexical = [h.name for h in search.lexical_ranking(corpus_store, query, limit=5)]
+    lexical = [h.name for h in ranking.lexical_ranking(corpus_store, query, limit=5)]
     assert lexical.index(english) < lexical.index(spanish)  # the case this rule is for
-    ranked = search.hybrid_ranking(corpus_store, query, limit=5)
+    ranked = ranking.hybrid_ranking(corpus_store, query, limit=5)
     assert ranked is not None
     names = [h.name for h in ranked]
     assert names[0] == spanish
@@ -139,6 +139,6 @@ def test_a_spanish_question_gets_the_spanish_page_before_the_english_one(
 def test_an_english_question_is_left_to_the_semantic_tier(corpus_store: Context) -> None:
     """With the tier off, an English question gets None: search then ranks it lexically."""
     assert (
-        search.hybrid_ranking(corpus_store, "server side rendering of shadow roots", limit=5)
+        ranking.hybrid_ranking(corpus_store, "server side rendering of shadow roots", limit=5)
         is None
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mirror.search.language import in_language_first, subject_words
-from mirror.service import search
+from mirror.service import ranking
 from mirror.service.context import Context
 from tests.test_language import corpus_store  # noqa: F401  (the fixture: the test corpus)
 
@@ -62,7 +62,7 @@ def test_a_question_about_an_english_only_page_gets_it_in_the_top_3(
     query: str,
     expected: set[str],
 ) -> None:
-    ranked = search.hybrid_ranking(corpus_store, query, limit=10)
+    ranked = ranking.hybrid_ranking(corpus_store, query, limit=10)
     assert ranked is not None
     names = [h.name for h in ranked]
     assert expected & set(names[:3]), names[:3]
@@ -72,7 +72,7 @@ def test_a_question_whose_page_is_in_its_language_still_gets_it_first(
     corpus_store: Context,  # noqa: F811
 ) -> None:
     """The Spanish page holds the API's name as the English one does: it stays first."""
-    ranked = search.hybrid_ranking(
+    ranked = ranking.hybrid_ranking(
         corpus_store, "detectar usuarios inactivos con la Idle Detection API", limit=5
     )
     assert ranked is not None

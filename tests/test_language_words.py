@@ -14,7 +14,7 @@ from mirror.config import Settings
 from mirror.models import Document
 from mirror.search.cjk_words import japanese_pieces, korean_stem, query_words
 from mirror.search.language import without_function_words
-from mirror.service import search
+from mirror.service import ranking
 from mirror.service.context import Context
 from mirror.store.store import Store
 from mirror.upstream.interface import Upstream
@@ -157,7 +157,7 @@ def test_a_spanish_question_ranks_by_its_words_not_its_articles(store: Store) ->
     ]
     store.put(docs, fetched_at=0.0, upstream="test")
     ctx = Context(Settings(db_url=str(store.engine.url), offline=True), store, _offline, time.time)
-    ranked = search.hybrid_ranking(ctx, "detectar cuándo el usuario deja el teclado", limit=5)
+    ranked = ranking.hybrid_ranking(ctx, "detectar cuándo el usuario deja el teclado", limit=5)
     assert ranked is not None
     assert ranked[0].name.endswith("/idle")
 

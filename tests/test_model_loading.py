@@ -119,7 +119,7 @@ def test_searches_that_rank_without_vectors_warm_nothing(
         assert mirror.warm_search(QUESTION, mode=Mode(offline=False)) is False
     assert not nowhere.exists()  # online, upstream answers: the store is not even opened
     with Mirror(Settings(db_url=embedded, offline=True), reader=True) as mirror:
-        # An API name: ranked lexically (service/search.py embeds). Online: upstream answers.
+        # An API name: ranked lexically (service/ranking.py embeds). Online: upstream answers.
         assert mirror.warm_search("chrome.storage.local.get", mode=OFFLINE) is False
         assert mirror.warm_search(QUESTION, mode=Mode(offline=False)) is False
     store = Store.open(embedded)

@@ -544,7 +544,7 @@ def test_a_query_in_another_language_is_ranked_lexically_its_language_first(
     """The packaged model is English-only: a ja/ko/zh/es query's nearest pages by meaning are
     noise, so with vectors on its ranking is the lexical one, with pages in its language
     first (this corpus has no ja/ko/zh pages: their order is the lexical tier's)."""
-    from mirror.service import search
+    from mirror.service import ranking
     from mirror.service.context import Context
 
     store = Store.open(hybrid_store)
@@ -552,12 +552,12 @@ def test_a_query_in_another_language_is_ranked_lexically_its_language_first(
         ctx = Context(Settings(db_url=hybrid_store, offline=True), store, lambda: None, time.time)
         assert semantic.status(ctx).on
         for query in ("サービスワーカー 登録", "웹 앱 연락처", "网页 分享"):
-            fused = search.hybrid_ranking(ctx, query, limit=10)
+            fused = ranking.hybrid_ranking(ctx, query, limit=10)
             assert fused is not None
-            lexical = search.lexical_ranking(ctx, query, limit=10)
+            lexical = ranking.lexical_ranking(ctx, query, limit=10)
             assert [h.name for h in fused] == [h.name for h in lexical]
         spanish = "el Declarative Shadow DOM y el server side rendering"
-        fused = search.hybrid_ranking(ctx, spanish, limit=3)
+        fused = ranking.hybrid_ranking(ctx, spanish, limit=3)
         assert fused is not None
         assert fused[0].name == "documents/developer.chrome.com/es/articles/declarative-shadow-dom"
     finally:

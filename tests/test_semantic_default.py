@@ -28,7 +28,7 @@ from mirror.errors import ConfigError
 from mirror.models import Document
 from mirror.policy import Mode
 from mirror.semantic import model
-from mirror.service import Mirror, search
+from mirror.service import Mirror, ranking
 from mirror.store.store import Store
 from tests.emulator_fixtures import corpus_documents
 from tests.test_semantic import TAP, TAP_QUESTION, corpus
@@ -106,7 +106,7 @@ def test_an_import_embeds_every_page_so_a_fresh_store_answers_questions(
         assert mirror.semantic_status().on
         found = mirror.search_documents(TAP_QUESTION, page_size=5, mode=Mode(offline=True))
         ctx = mirror._ctx()
-        assert search.hybrid_ranking(ctx, TAP_QUESTION, limit=5) is not None  # fused
+        assert ranking.hybrid_ranking(ctx, TAP_QUESTION, limit=5) is not None  # fused
     assert TAP in [r.parent for r in found.page.results]
 
 
@@ -179,7 +179,7 @@ def test_turned_off_nothing_is_embedded_search_ranks_by_words_and_doctor_says_so
     with Mirror(Settings.resolve(offline=True)) as mirror:
         assert not mirror.semantic_status().on
         found = mirror.search_documents(TAP_QUESTION, page_size=5, mode=Mode(offline=True))
-        assert search.hybrid_ranking(mirror._ctx(), TAP_QUESTION, limit=5) is None
+        assert ranking.hybrid_ranking(mirror._ctx(), TAP_QUESTION, limit=5) is None
     assert found.page.results
     assert model._shared is None or not model._shared.ready
     # Turned on again, the next write embeds what waited.

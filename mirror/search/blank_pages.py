@@ -9,7 +9,7 @@ that opens on an empty page, and an offline answer that skips to the next one.
 They are not dropped (a query only they match still finds them): each sinks SINK places, below
 the first page of results. The new order sorts by a key fixed per page (its place, plus SINK
 when it is blank), so the first N of a ranking SINK deeper than N are the first N of any deeper
-one: pages of results never repeat or skip a document (mirror/service/search.py).
+one: pages of results never repeat or skip a document (mirror/service/ranking.py).
 """
 
 from __future__ import annotations

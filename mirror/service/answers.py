@@ -230,7 +230,7 @@ def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerRe
 
 def ranked(ctx: Context, query: str, node: filters.Node | None) -> list[DocumentHit]:
     """The pages an extractive answer quotes from, best first: `search --offline`'s ranking
-    (service.search.local_ranking), so the answer's first citation is search's first result."""
-    from . import search
+    (service.ranking.local_ranking), so the answer's first citation is search's first result."""
+    from .ranking import local_ranking
 
-    return search.local_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
+    return local_ranking(ctx, query, limit=EXTRACT_FROM, node=node)

@@ -186,11 +186,11 @@ def suggest(
 def local_full_text(ctx: Context) -> Callable[[str, int], list[str]]:
     """Pages of the local full-text index, best first: the ranking alone (no chunks, no
     snippets, no upstream), which is all a keystroke can afford."""
-    from . import search
+    from .ranking import lexical_ranking
 
     def pages(query: str, n: int) -> list[str]:
         try:
-            ranking = search.lexical_ranking(ctx, query, limit=min(max(n, 1), 50))
+            ranking = lexical_ranking(ctx, query, limit=min(max(n, 1), 50))
         except InvalidInput:
             return []  # text the index cannot parse as a query: prefix matches only
         return [hit.name for hit in ranking]

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidInput
 from ..policy import Mode
 from .context import Context
-from .search import LOCAL_TOKEN, SearchRequest, embeds, local_dense_limit, local_need
+from .ranking import embeds, local_dense_limit
+from .search import LOCAL_TOKEN, SearchRequest, local_need
 
 if TYPE_CHECKING:
     from .forked_dense import Helper
