@@ -18,6 +18,7 @@ from . import documents
 from .context import Context
 
 if TYPE_CHECKING:
+    from ..models import CachedDocument
     from ..store.tables.recorded import RecordedAnswer
     from ..store.textindex.ranking import DocumentHit
 
@@ -211,13 +212,12 @@ def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerRe
     # the page search ranks first.
     from . import search
 
-    chunks, _ = search.grouped_page(
-        ctx, query, ranked(ctx, query, node), offset=0, size=EXTRACT_FROM
-    )
-    cached = ctx.store.get_many(list(dict.fromkeys(c.parent for c in chunks)))
+    read: dict[str, CachedDocument] = {}  # each page read once: to rank, group and quote
+    ranking = ranked(ctx, query, node, read)
+    chunks, _ = search.grouped_page(ctx, query, ranking, offset=0, size=EXTRACT_FROM, read=read)
     passages = [
         extractive.Passage(
-            c.parent, c.content, cached[c.parent].document if c.parent in cached else None
+            c.parent, c.content, read[c.parent].document if c.parent in read else None
         )
         for c in chunks
     ]
@@ -228,9 +228,15 @@ def _extractive(ctx: Context, query: str, node: filters.Node | None) -> AnswerRe
     )
 
 
-def ranked(ctx: Context, query: str, node: filters.Node | None) -> list[DocumentHit]:
+def ranked(
+    ctx: Context,
+    query: str,
+    node: filters.Node | None,
+    read: dict[str, CachedDocument] | None = None,
+) -> list[DocumentHit]:
     """The pages an extractive answer quotes from, best first: `search --offline`'s ranking
-    (service.ranking.local_ranking), so the answer's first citation is search's first result."""
+    (service.ranking.local_ranking, which fills `read`), so the answer's first citation is
+    search's first result."""
     from .ranking import local_ranking
 
-    return local_ranking(ctx, query, limit=EXTRACT_FROM, node=node)
+    return local_ranking(ctx, query, limit=EXTRACT_FROM, node=node, read=read)

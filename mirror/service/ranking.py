@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .context import Context
 
 if TYPE_CHECKING:
+    from ..models import CachedDocument
     from ..search import filters
     from ..store.textindex.ranking import DocumentHit
 
@@ -30,18 +31,25 @@ def lexical_ranking(
 
 
 def local_ranking(
-    ctx: Context, query: str, *, limit: int, node: filters.Node | None = None
+    ctx: Context,
+    query: str,
+    *,
+    limit: int,
+    node: filters.Node | None = None,
+    read: dict[str, CachedDocument] | None = None,
 ) -> list[DocumentHit]:
     """The documents `search --offline` shows and an offline answer quotes, best first: the
     hybrid ranking (the lexical one when the dense tier is off), and for a query that is an
-    API name, the pages named after it, then the page the symbol index has for it, first."""
+    API name, the pages named after it, then the page the symbol index has for it, first.
+    `read`, when given, is filled with documents read to rank (`grouped_page` takes it, so a
+    page of results does not read them again)."""
     from ..search import lexical as words
 
     depth = ranking_depth(limit)
     ranking = hybrid_ranking(ctx, query, limit=depth, node=node)
     if ranking is None:
         ranking = lexical_ranking(ctx, query, limit=depth, node=node)
-    ranking = _blank_sunk(ctx, ranking)
+    ranking = _blank_sunk(ctx, ranking, read)
     if words.names_code(query):
         ranking = _named_first(query, ranking[:NAMED_WINDOW]) + ranking[NAMED_WINDOW:]
     return symbol_first(ctx, query, ranking[:limit], node)
@@ -68,12 +76,17 @@ def local_dense_limit(limit: int) -> int:
     return dense_limit(ranking_depth(limit))
 
 
-def _blank_sunk(ctx: Context, ranking: list[DocumentHit]) -> list[DocumentHit]:
+def _blank_sunk(
+    ctx: Context, ranking: list[DocumentHit], read: dict[str, CachedDocument] | None
+) -> list[DocumentHit]:
     """mirror.search.blank_pages.sunk: pages with nothing but a title sink below the first page
-    of results (a page gone from the store meanwhile counts as one)."""
+    of results (a page gone from the store meanwhile counts as one). The documents it reads go
+    into `read`, when given."""
     from ..search.blank_pages import blank, sunk
 
     cached = ctx.store.get_many([hit.name for hit in ranking])
+    if read is not None:
+        read.update(cached)
     empty = {
         name for name in (hit.name for hit in ranking)
         if name not in cached or blank(cached[name].document.content)

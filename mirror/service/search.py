@@ -21,6 +21,7 @@ from .context import Context
 from .ranking import local_ranking
 
 if TYPE_CHECKING:
+    from ..models import CachedDocument
     from ..search import filters
     from ..store.api import StoreReads
     from ..store.textindex.ranking import DocumentHit
@@ -209,11 +210,18 @@ def _offline(ctx: Context, request: SearchRequest) -> SearchResult:
 
 
 def grouped_page(
-    ctx: Context, query: str, ranking: list[DocumentHit], *, offset: int, size: int
+    ctx: Context,
+    query: str,
+    ranking: list[DocumentHit],
+    *,
+    offset: int,
+    size: int,
+    read: dict[str, CachedDocument] | None = None,
 ) -> tuple[list[DocumentChunk], bool]:
     """Results `offset` to `offset + size` of a document ranking as chunks, grouped by document:
     each document's best chunks (at most lexical.PER_DOCUMENT), its best first; and whether more
-    follow. A document gone from the store since it was ranked is skipped."""
+    follow. A document gone from the store since it was ranked is skipped. `read`: documents
+    read already (ranking.local_ranking fills it), not read again; what this reads is added."""
     from ..search import lexical
 
     need = offset + size + 1  # one more, to know whether a next page exists
@@ -223,7 +231,12 @@ def grouped_page(
         # A few documents at a time: most pages are filled by the first few.
         group = ranking[done : done + max(2, (need - len(results) + 1) // 2)]
         done += len(group)
-        cached = ctx.store.get_many([hit.name for hit in group])
+        known = {} if read is None else read
+        cached = {hit.name: known[hit.name] for hit in group if hit.name in known}
+        missing = [hit.name for hit in group if hit.name not in known]
+        if missing:
+            cached.update(fetched := ctx.store.get_many(missing))
+            known.update(fetched)
         shown = [hit for hit in group if hit.name in cached and cached[hit.name].document.content]
         contents = [cached[hit.name].document.content or "" for hit in shown]
         for hit, chunks in zip(shown, lexical.best_chunks(contents, query), strict=True):
@@ -299,13 +312,14 @@ def _local(ctx: Context, request: SearchRequest) -> SearchPage:
     offset = _decode_token(request) if request.page_token else 0
     need = local_need(request)
     # Every document gives at least one chunk, so this many documents always fill the page.
-    ranking = local_ranking(ctx, request.query, limit=need, node=request.node)
+    read: dict[str, CachedDocument] = {}
+    ranking = local_ranking(ctx, request.query, limit=need, node=request.node, read=read)
     size = request.page_size
     # One chunk past the page: whether another page follows, and whether the page would end
     # between a document's two chunks. It then ends before that document, which opens the
     # next page whole: a page of results never shows again a document the previous one
     # showed (a page of one chunk cannot help it).
-    results, _ = grouped_page(ctx, request.query, ranking, offset=offset, size=size + 1)
+    results, _ = grouped_page(ctx, request.query, ranking, offset=offset, size=size + 1, read=read)
     more = len(results) > size
     if more and size > 1 and results[size].parent == results[size - 1].parent:
         size -= 1
