@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -145,3 +147,26 @@ def test_the_title_word_check_catches_a_shared_word() -> None:
     assert _terms("Why is my manifest rejected?") & _terms("Manifest file format")
     assert _terms("リマーケティング広告の入札") & _terms("広告オークション")
     assert not _terms("how do I lock down an iframe") & _terms("Securely embed content")
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--tier", "hybrid"], "invalid choice: 'hybrid'"),
+        (["--half", "dev", "--misses", "test"], "--misses test lists the half"),
+    ],
+)
+def test_the_bench_refuses_bad_options_before_building_its_store(
+    args: list[str], says: str
+) -> None:
+    """A misspelt tier used to be refused only after a minute of building every tier: now
+    argparse refuses it (its "invalid choice" comes before any work)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.bench_questions", "--no-semantic", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=SET.parents[2],
+    )
+    assert run.returncode == 2
+    assert says in run.stderr
