@@ -97,7 +97,7 @@ def test_third_batch_has_the_composition_questions_md_gives() -> None:
     }
     # A drawn page is one no earlier query expects (questions.md step 7).
     queries = json.loads(SET.read_text())["queries"]
-    earlier = {e for q in queries if q.get("batch") != 3 for e in q["expected"]}
+    earlier = {e for q in queries if q.get("batch", 1) < 3 for e in q["expected"]}
     assert not earlier & set(targets)
 
 
@@ -126,7 +126,7 @@ def test_fourth_batch_has_the_composition_questions_md_gives() -> None:
     assert len(set(targets)) == 40
     assert _sites(targets) == {"tensorflow": 15, "chrome-en": 25}
     # A drawn page is one no earlier query expects, and none is a verbatim title.
-    earlier = {e for q in queries if q.get("batch") != 4 for e in q["expected"]}
+    earlier = {e for q in queries if q.get("batch", 1) < 4 for e in q["expected"]}
     assert not earlier & set(targets)
     assert all(q["query"].lower() != q["target_title"].lower() for q in batch)
 
