@@ -14,7 +14,16 @@ import pytest
 
 from bench.bench_questions import SET, load_questions
 
-KINDS = {"question", "agent", "asked", "other-language", "keyword", "identifier", "typo"}
+KINDS = {
+    "question",
+    "agent",
+    "asked",
+    "paraphrase",
+    "other-language",
+    "keyword",
+    "identifier",
+    "typo",
+}
 
 
 def test_the_set_has_every_kind_in_both_halves() -> None:
