@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_questions import FILES, SET, load_questions
+from bench.bench_questions import FILES, GROUPS, SET, load_questions, table
 from mirror.records import read_documents
 
 KINDS = {
@@ -188,6 +188,29 @@ def test_paraphrase_queries_avoid_their_page_title_and_heading_words() -> None:
         for q in _batch(5)
     }
     assert {query: shared for query, shared in offenders.items() if shared} == {}
+
+
+def test_every_kind_is_a_row_of_the_table() -> None:
+    """bench_questions prints a row per kind: a kind missing from GROUPS would be scored only
+    inside "all" (the paraphrase kind is the row questions.md step 9 is about)."""
+    assert set(GROUPS) >= KINDS
+
+
+def test_the_fifth_batch_alone_fills_the_paraphrase_row() -> None:
+    """--batch 5 keeps the 50 paraphrase queries and nothing else: the table's rows for the
+    other kinds are empty (positions are made up here; no ranking runs on the batch)."""
+    batch = [q for q in load_questions() if q.batch == 5]
+    results = table(batch, {"tier": [None] * len(batch)})
+    counts = {
+        group: sum(results[half][group]["tier"]["queries"] for half in ("dev", "test"))
+        for group in GROUPS
+    }
+    assert counts == {group: 0 for group in GROUPS} | {
+        "paraphrase": 50,
+        "tensorflow": 7,
+        "chrome": 43,
+        "all": 50,
+    }
 
 
 def _headings(markdown: str) -> list[str]:
