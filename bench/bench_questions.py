@@ -55,8 +55,8 @@ class Question:
     kind: str
     text: str
     expected: frozenset[str]
-    # Which batch of questions.md wrote it: 2, 3 and 4 were written blind, after the ranking
-    # was tuned.
+    # Which batch of questions.md wrote it: 2 to 5 were written blind, after the ranking was
+    # tuned.
     batch: int = 1
 
     @property
@@ -191,6 +191,9 @@ GROUPS: dict[str, Callable[[Question], bool]] = {
     "agent": lambda q: q.kind == "agent",
     # Asked in the user's own words, title words allowed (questions.md step 8).
     "asked": lambda q: q.kind == "asked",
+    # What the user wants or sees, without the page's title, heading or feature words: the
+    # vocabulary gap (questions.md step 9).
+    "paraphrase": lambda q: q.kind == "paraphrase",
     "other-language": lambda q: q.kind == "other-language",
     "keyword": lambda q: q.kind == "keyword",
     "identifier": lambda q: q.kind == "identifier",
@@ -286,8 +289,9 @@ def main() -> None:
     parser.add_argument(
         "--batch",
         type=int,
-        help="score only this batch of questions.md (2, 3 and 4: written blind after the "
-        "ranking was tuned; 3 is the agent-heavy one; 4 is the asked kind, title words allowed)",
+        help="score only this batch of questions.md (2 to 5: written blind after the ranking "
+        "was tuned; 3 is the agent-heavy one; 4 is the asked kind, title words allowed; 5 is "
+        "the paraphrase kind, no title or heading words)",
     )
     args = parser.parse_args()
     if args.half and args.misses and args.misses != args.half:
