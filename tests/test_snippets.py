@@ -48,6 +48,25 @@ def test_window_centres_on_the_densest_run_of_matches():
     assert sum(1 for _, is_match in segments if is_match) == 4
 
 
+def test_window_ends_between_words_not_inside_one():
+    # A cut inside a word marked a fragment of it: "tf.keras.layers.Dropout(0.2), **tf**.**kera**…"
+    # (tensorflow.org/r1/tutorials/README, for "tf.keras.layers.Dense").
+    text = "model = tf.keras.Sequential([ tf.keras.layers.Dropout(0.2), tf.keras.layers.Dense(10) ])"
+    segments = best_window(text, "tf.keras.layers.Dense", width=70)
+    joined = "".join(s for s, _ in segments)
+    assert joined.endswith("…")
+    shown = joined.removesuffix("…").split()
+    assert shown and all(word in text.split() for word in shown), joined
+    assert all(s in {"tf", "keras", "layers", "Dense"} for s, marked in segments if marked)
+
+
+def test_a_window_without_a_space_near_its_end_is_cut_at_its_width():
+    # A long token (a URL, a run of CJK characters) has no space to end at: cut it as before.
+    text = "See " + "x" * 300
+    joined = "".join(s for s, _ in best_window(text, "see", width=100))
+    assert joined == text[:100] + "…"
+
+
 def test_stop_words_of_the_query_are_not_marked():
     segments = best_window("Move the data from the cache to the network.", "how to move from cache")
     marked = {s for s, m in segments if m}

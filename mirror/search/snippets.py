@@ -207,9 +207,17 @@ def best_window(text: str, query: str, width: int = 240) -> list[tuple[str, bool
         start = max(0, hits[best].start() - width // 4)
         while start > 0 and not flat[start - 1].isspace():
             start -= 1
-    window = flat[start : start + width]
+    end = start + width
+    if end < len(flat) and not flat[end].isspace():
+        # The window would end inside a word, and mark a piece of it ("**tf**.**kera**…"):
+        # end at the space before it, unless that loses a quarter of the window (a long URL,
+        # a run of CJK text has no space to end at: it is cut at the width, as before).
+        space = flat.rfind(" ", start, end)
+        if space > start + width * 3 // 4:
+            end = space
+    window = flat[start:end]
     prefix = "…" if start > 0 else ""
-    suffix = "…" if start + width < len(flat) else ""
+    suffix = "…" if end < len(flat) else ""
     segments: list[tuple[str, bool]] = []
     last = 0
     for m in _WORD.finditer(window):
