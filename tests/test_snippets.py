@@ -51,7 +51,9 @@ def test_window_centres_on_the_densest_run_of_matches():
 def test_window_ends_between_words_not_inside_one():
     # A cut inside a word marked a fragment of it: "tf.keras.layers.Dropout(0.2), **tf**.**kera**…"
     # (tensorflow.org/r1/tutorials/README, for "tf.keras.layers.Dense").
-    text = "model = tf.keras.Sequential([ tf.keras.layers.Dropout(0.2), tf.keras.layers.Dense(10) ])"
+    text = (
+        "model = tf.keras.Sequential([ tf.keras.layers.Dropout(0.2), tf.keras.layers.Dense(10) ])"
+    )
     segments = best_window(text, "tf.keras.layers.Dense", width=70)
     joined = "".join(s for s, _ in segments)
     assert joined.endswith("…")
