@@ -30,6 +30,8 @@ _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}(?:[ \t]|$)")
 # A thematic break or a setext heading's underline: both end a paragraph.
 _RULE = re.compile(r"^[ \t]*(?:-{3,}|\*{3,}|_{3,}|={3,})[ \t]*$")
 _TABLE = re.compile(r"^[ \t]*\|")
+# A definition (`: text`, on the line after its term) is a paragraph of its own.
+_DEFINITION = re.compile(r"^[ \t]{0,3}:[ \t]+(?=\S)")
 # A list item starts a paragraph of its own: items are separate statements.
 _ITEM = re.compile(r"^[ \t]*(?:[*+-]|\d+[.)])[ \t]+")
 # Sentence ends: `.`, `!` or `?` before a space and a word that does not start in lower case
@@ -47,9 +49,9 @@ class Quote:
 
 
 def paragraphs(markdown: str, labels: frozenset[str] = frozenset()) -> list[str]:
-    """A chunk's prose paragraphs as plain text: no headings, fenced code, tables or rules
-    (lines of HTML and template tags are reduced by plain_text, and vanish when that is all
-    they held). `labels`: the link labels its page defines (snippets.link_labels)."""
+    """A chunk's prose paragraphs as plain text: no headings, fenced code, tables, rules or
+    definition list terms (lines of HTML and template tags are reduced by plain_text, and
+    vanish when that is all they held). `labels`: the link labels its page defines (snippets.link_labels)."""
     out: list[str] = []
     lines: list[str] = []
     fenced = False
@@ -72,6 +74,12 @@ def paragraphs(markdown: str, labels: frozenset[str] = frozenset()) -> list[str]
             # Only tags (`</td>`, `<br/><div ...>`) or a template tag: in the corpus' HTML
             # tables and figures each such line ends a cell or a block.
             close()
+        elif _DEFINITION.match(line):
+            # Its term, the line before, names a topic as a heading does: it is not quoted.
+            if lines:
+                lines.pop()
+            close()
+            lines.append(_DEFINITION.sub("", line, count=1))
         else:
             if _ITEM.match(line):
                 close()

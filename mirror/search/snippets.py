@@ -65,6 +65,9 @@ _NOISE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     # and still read apart), and a backslash that breaks a line (`cookies.\` + newline) goes.
     (re.compile(r"(?m)^[ \t]*[*+-][ \t]+"), BULLET),
     (re.compile(r"(?m)\\$"), ""),
+    # A definition list's definition (`: Allows your extension ...` on the line after its
+    # term; 160 on 25 pages of the corpus): the term is set off from it as a heading is.
+    (re.compile(r"\n[ \t]{0,3}:[ \t]+(?=\S)"), HEADING_SEPARATOR),
     # An ATX heading keeps its words (without closing #s) and is set off from the text after.
     (re.compile(r"(?m)^[ \t]{0,3}#{1,6}[ \t]+([^\n]*?)[ \t#]*$"), r"\1" + HEADING_SEPARATOR),
     # Bold markers and backticks; a lone `_` or `*` is as often part of an identifier.
