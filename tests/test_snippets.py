@@ -176,6 +176,13 @@ RESIDUE = [
         "sometimes take longer for an update. Do not reply to the bug to ask when the issue will "
         "be fixed. If your bug has not been modified after two weeks a _stray marker and one_ more",
     ),
+    (  # developer.chrome.com/ja/articles/user-agent-client-hints, ja/articles/contact-picker,
+        # ja/docs/privacy-sandbox/fledge: emphasis set against CJK text, with no space
+        "この文字列は、過去*数十年*に渡って、上に*Components*をBlink の*シグナル*は、"
+        "2 * 3 * 4 と a*b*c と 使用_斜体_文字",
+        "この文字列は、過去数十年に渡って、上にComponentsをBlink のシグナルは、"
+        "2 * 3 * 4 と a*b*c と 使用_斜体_文字",
+    ),
 ]
 
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 from .language import content_words
-from .lexical import STOPWORDS, stem_key
+from .lexical import _CJK, STOPWORDS, stem_key
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Between a heading and the text after it, so a snippet does not run them together.
@@ -82,6 +82,18 @@ _NOISE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
             r"(?<![\w*\\])([*_])(?=[^\s*_])((?:[^\n]|\n(?![ \t]*\n))*?[^\s*_\\])\1(?![\w*])"
         ),
         r"\2",
+    ),
+    # CJK text sets emphasis against the characters around it, with no space ("過去*数十年*に
+    # 渡って"; 127 on 66 pages of the corpus): a `*` pair with a CJK character just outside it
+    # (or as its last one) is emphasis too, as CommonMark lets `*`, not `_`, emphasise inside
+    # a word.
+    (
+        re.compile(
+            # The `*` first, then what is before it: a pattern led by a literal scans fast.
+            rf"\*(?<![^\W{_CJK}]\*)(?<![*\\]\*)(?=[^\s*])([^\n*]*?[^\s*\\])\*"
+            rf"(?:(?=[{_CJK}])|(?<=[{_CJK}]\*))"
+        ),
+        r"\1",
     ),
     # Markdown's backslash escapes in prose (`snake\_case`, `flags/\#enable`; 95 pages of the
     # corpus): the character itself. Code is shielded by then, and keeps its backslashes.
