@@ -206,6 +206,20 @@ CODE = [
         "# not a heading\n```\n\nAfter <br/>it.",
         'Markup: <div tabindex="0">Focus</div> # not a heading After it.',
     ),
+    (  # www.tensorflow.org/r1/guide/extend/op, r1/guide/debugger: a fence inside a
+        # blockquote; its backticks paired as spans, code was shielded twice ("&#62; def")
+        "looks like:\n>\n> ```python\n> def zero_out(to_zero, name=None):\n>   Args: A `Tensor`.\n"
+        "> ```\n>\n> If `to_zero` is passed an `int32` tensor",
+        "looks like: def zero_out(to_zero, name=None): Args: A `Tensor`. If to_zero is passed "
+        "an int32 tensor",
+    ),
+    (  # developer.chrome.com/docs/extensions/mv3/manifest/input_components: code spans of
+        # three backticks ("input&#95;view")
+        "The key accepts an array of objects: ```name```, ```layouts```, ```input_view```, and "
+        "```options_page``` (Refer to the table below).",
+        "The key accepts an array of objects: name, layouts, input_view, and options_page (Refer "
+        "to the table below).",
+    ),
     (  # a stray backtick does not make code of the next paragraph
         "It`s here.\n\nSee <b>this</b> and [that](https://x.test/).",
         "Its here. See this and that.",
