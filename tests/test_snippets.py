@@ -206,6 +206,11 @@ CODE = [
         "# not a heading\n```\n\nAfter <br/>it.",
         'Markup: <div tabindex="0">Focus</div> # not a heading After it.',
     ),
+    (  # www.tensorflow.org/r1/guide/graph_viz, r1/guide/custom_estimators: a heading's id;
+        # a template comment after it is still one
+        "## Interaction {#interaction}\n\nNavigate the graph. {# a comment #}Zoom in.",
+        "Interaction — Navigate the graph. Zoom in.",
+    ),
     (  # www.tensorflow.org/r1/guide/extend/op, r1/guide/debugger: a fence inside a
         # blockquote; its backticks paired as spans, code was shielded twice ("&#62; def")
         "looks like:\n>\n> ```python\n> def zero_out(to_zero, name=None):\n>   Args: A `Tensor`.\n"

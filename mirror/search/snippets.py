@@ -39,6 +39,9 @@ _NOISE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     # alt="..." %}` spans several), but not past a bound: an unclosed one must not eat the page.
     (re.compile(r"<!--[\s\S]{0,2000}?-->"), " "),
     (re.compile(r"\{%[\s\S]{0,2000}?%\}"), " "),
+    # A heading's id in kramdown's form (`## Interaction {#interaction}`, tensorflow.org) is
+    # no comment: read as one, it ran on to the next `#}` and took the text between.
+    (re.compile(r"\{#[\w.:-]+\}"), " "),
     (re.compile(r"\{#[\s\S]{0,2000}?#\}"), " "),
     (re.compile(r"\{:[^}]*\}"), " "),
     # A link reference definition (`[1]: /docs/extensions/reference/storage`), a whole line:
