@@ -47,7 +47,7 @@ def check_query(query: str | None, *, what: str = "query") -> str:
         )
     if len(text) > MAX_TEXT:
         raise InvalidInput(
-            f"the query is {len(text)} characters; the API refuses more than {MAX_TEXT} "
+            f"the {what} is {len(text)} characters; the API refuses more than {MAX_TEXT} "
             "(INVALID_ARGUMENT)",
             hint="shorten it to its key words",
         )
