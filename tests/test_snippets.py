@@ -225,6 +225,12 @@ CODE = [
         "The key accepts an array of objects: name, layouts, input_view, and options_page (Refer "
         "to the table below).",
     ),
+    (  # developer.chrome.com/docs/extensions/mv2/match_patterns, www.tensorflow.org/install/
+        # source: HTML code elements, whose `*` and `_` were read as emphasis
+        "<td><code>http://*/*</code></td> matches <code>https://*.google.com/foo*bar</code>; "
+        '<code>print(tf.__version__)</code> and <code class="x">a_b_c</code>',
+        "http://*/* matches https://*.google.com/foo*bar; print(tf.__version__) and a_b_c",
+    ),
     (  # a stray backtick does not make code of the next paragraph
         "It`s here.\n\nSee <b>this</b> and [that](https://x.test/).",
         "Its here. See this and that.",
