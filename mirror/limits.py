@@ -6,6 +6,7 @@ Source: the upstream contract (reference/developer-knowledge-api.md, sections 2.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from .errors import InvalidInput
@@ -14,6 +15,10 @@ from .errors import InvalidInput
 MAX_NAMES = 20
 # A query, a filter and a resource name are each at most this many characters.
 MAX_TEXT = 500
+# A lone surrogate: what Python makes of bytes that are not UTF-8 in a command's arguments
+# (PEP 383), or what a JSON body's escape `\udce9` decodes to. It is no character: the
+# model's tokenizer raises on it, and no page holds it.
+_NOT_TEXT = re.compile("[\ud800-\udfff]")
 # SearchDocumentChunks returns at most this many results per page; larger sizes are coerced.
 MAX_PAGE_SIZE = 100
 # Upstream's page size when none is given ("at most 5").
@@ -32,7 +37,8 @@ def check_names(names: Sequence[str]) -> None:
 
 
 def check_query(query: str | None, *, what: str = "query") -> str:
-    """The query stripped; empty or over 500 characters is refused as upstream refuses it."""
+    """The query stripped; empty or over 500 characters is refused as upstream refuses it,
+    and one that is not text (_NOT_TEXT) as upstream cannot even receive it."""
     text = (query or "").strip()
     if not text:
         raise InvalidInput(
@@ -41,9 +47,16 @@ def check_query(query: str | None, *, what: str = "query") -> str:
         )
     if len(text) > MAX_TEXT:
         raise InvalidInput(
-            f"the query is {len(text)} characters; the API refuses more than {MAX_TEXT} "
+            f"the {what} is {len(text)} characters; the API refuses more than {MAX_TEXT} "
             "(INVALID_ARGUMENT)",
             hint="shorten it to its key words",
+        )
+    broken = _NOT_TEXT.search(text)
+    if broken:
+        raise InvalidInput(
+            f"the {what} is not valid UTF-8 text (a byte that is not UTF-8 at character "
+            f"{broken.start() + 1})",
+            hint="type it again, in a terminal whose encoding is UTF-8 (e.g. LANG=C.UTF-8)",
         )
     return text
 

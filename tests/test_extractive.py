@@ -92,3 +92,57 @@ def test_a_lead_page_without_prose_is_quoted_from_its_description():
     assert answer.reference_names == [A, B]
     assert answer.answer_text.split("\n")[1] == about + " [1]"
     assert answer.references[0].content == about
+
+
+def test_a_page_saying_what_an_earlier_quote_said_is_cited_there_not_quoted_again():
+    # developer.chrome.com/docs/extensions/mv3/manifest/activeTab and its mv2 twin: "what
+    # does the activeTab permission allow" quoted the same sentence twice, as [1] and [2].
+    mv3 = "documents/developer.chrome.com/docs/extensions/mv3/manifest/activeTab"
+    mv2 = "documents/developer.chrome.com/docs/extensions/mv2/manifest/activeTab"
+    other = "documents/developer.chrome.com/docs/extensions/mv3/declare_permissions"
+    passages = [
+        Passage(
+            mv3,
+            "Get the URL, title, and favicon for that tab via an API that returns a tabs.Tab "
+            'object (essentially, "activeTab" grants host permission temporarily).',
+            None,
+        ),
+        Passage(
+            mv2,
+            "Get the URL, title, and favicon for that tab via an API that returns a tabs.Tab "
+            "object (essentially, activeTab grants the tabs permission temporarily).",
+            None,
+        ),
+        Passage(
+            other,
+            "The activeTab permission grants temporary access to the site the user is on.",
+            None,
+        ),
+    ]
+    answer = build("what does the activeTab permission allow", passages)
+    # Nearly the same words, not the same statement: mv2's is not quoted, nor cited for mv3's.
+    assert answer.reference_names == [mv3, other]
+    assert answer.answer_text.count("Get the URL") == 1
+    assert [c.reference_indexes for c in answer.citations] == [(0,), (1,)]
+    lines = answer.answer_text.splitlines()
+    assert lines[1].endswith("temporarily). [1]") and lines[2].endswith("user is on. [2]")
+    for citation in answer.citations:  # the offsets still hold the quotes
+        quoted = answer.answer_text.encode()[citation.start_index : citation.end_index].decode()
+        assert any(line.startswith(quoted + " [") for line in lines)
+    # A quote holding an earlier one, and going on, says it too: that page is another source
+    # of it (mv3 and apps manifest/icons, for "what icon sizes should a Chrome App manifest
+    # declare?").
+    icons = "You may provide icons of any other size you wish, and Chrome will attempt to use "
+    longer = icons + "the best size. For example, Windows often requires 32-pixel icons."
+    shown = build(
+        "which icon sizes",
+        [Passage(mv3, icons + "the best size.", None), Passage(mv2, longer, None)],
+    )
+    assert [c.reference_indexes for c in shown.citations] == [(0, 1)]
+    # Two pages that say different things about the same words are both quoted.
+    passages[1] = Passage(mv2, "The activeTab permission is granted when the user clicks.", None)
+    assert build("what does the activeTab permission allow", passages).reference_names == [
+        mv3,
+        mv2,
+        other,
+    ]

@@ -353,6 +353,8 @@ def test_ctrl_c_stops_an_import_at_once_with_nothing_half_imported(
     # Writing has begun: the import's transaction is growing the write-ahead log.
     _until(lambda: wal.exists() and wal.stat().st_size > 1 << 20, "began writing", run)
     _stopped_promptly(run)
+    # It says so: "interrupted" alone left the user to wonder what was imported.
+    assert "an import is all or nothing" in run.stderr, run.stderr
     _sound(db)
     # All or nothing (on a busy machine Ctrl-C may land after the commit).
     imported = {n for n in _stored(db) if "big.example.dev" in n}

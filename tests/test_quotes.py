@@ -103,3 +103,32 @@ def test_no_question_word_quotes_the_opening_and_no_prose_quotes_nothing():
     quote = best([CACHING], "zebra")
     assert quote.score == 0 and quote.text.startswith("The tensorflow_hub library")
     assert best(["```js\nconst a = 1;\n```\n\n## Heading only"], "const") is None
+
+
+# From tensorflow.org/r1/tutorials/images/deep_cnn: a table whose rows have no leading pipe
+# (51 such tables on 25 pages of the corpus), after a sentence that answers.
+CIFAR = """The code for this tutorial trains a CIFAR-10 model on multiple GPUs.
+
+File | Purpose
+--- | ---
+[`cifar10_input.py`](https://github.com/x/cifar10_input.py) | Loads CIFAR-10 dataset using \
+[tensorflow-datasets library](https://github.com/tensorflow/datasets).
+[`cifar10_multi_gpu_train.py`](https://github.com/x/cifar10_multi_gpu_train.py) | Trains a \
+CIFAR-10 model on multiple GPUs.
+
+After the table, prose again.
+"""
+
+
+def test_a_table_without_leading_pipes_is_not_prose():
+    assert paragraphs(CIFAR) == [
+        "The code for this tutorial trains a CIFAR-10 model on multiple GPUs.",
+        "After the table, prose again.",
+    ]
+    quote = best([CIFAR], "train a CIFAR-10 image classifier on several GPUs")
+    assert quote is not None and "|" not in quote.text
+    # A thematic break is not a table's delimiter row: the paragraph after it is prose.
+    assert paragraphs("One line.\n\n---\n\nTwo | three are words here.") == [
+        "One line.",
+        "Two | three are words here.",
+    ]

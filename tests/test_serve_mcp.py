@@ -125,8 +125,14 @@ def test_in_memory_client_lists_reference_tools_and_calls_each(sample_mirror):
         ("get_documents", {"names": []}, "INVALID_ARGUMENT (400): no document names"),
         ("get_documents", {"names": "documents/x.dev/y"}, "valid list"),
         ("search_documents", {"query": "   "}, "INVALID_ARGUMENT (400): the search query is empty"),
-        ("search_documents", {"query": "x" * 501}, "INVALID_ARGUMENT (400): the query is 501"),
+        (
+            "search_documents",
+            {"query": "x" * 501},
+            "INVALID_ARGUMENT (400): the search query is 501",
+        ),
         ("answer_query", {"query": ""}, "INVALID_ARGUMENT (400): the question is empty"),
+        # Each names what it was given: `dk-mirror answer` said "the query is 501 characters".
+        ("answer_query", {"query": "x" * 501}, "INVALID_ARGUMENT (400): the question is 501"),
     ],
 )
 def test_bad_arguments_are_tool_errors(sample_mirror, tool, arguments, expected):

@@ -48,6 +48,27 @@ def test_window_centres_on_the_densest_run_of_matches():
     assert sum(1 for _, is_match in segments if is_match) == 4
 
 
+def test_window_ends_between_words_not_inside_one():
+    # A cut inside a word marked a fragment of it: "tf.keras.layers.Dropout(0.2), **tf**.**kera**…"
+    # (tensorflow.org/r1/tutorials/README, for "tf.keras.layers.Dense").
+    text = (
+        "model = tf.keras.Sequential([ tf.keras.layers.Dropout(0.2), tf.keras.layers.Dense(10) ])"
+    )
+    segments = best_window(text, "tf.keras.layers.Dense", width=70)
+    joined = "".join(s for s, _ in segments)
+    assert joined.endswith("…")
+    shown = joined.removesuffix("…").split()
+    assert shown and all(word in text.split() for word in shown), joined
+    assert all(s in {"tf", "keras", "layers", "Dense"} for s, marked in segments if marked)
+
+
+def test_a_window_without_a_space_near_its_end_is_cut_at_its_width():
+    # A long token (a URL, a run of CJK characters) has no space to end at: cut it as before.
+    text = "See " + "x" * 300
+    joined = "".join(s for s, _ in best_window(text, "see", width=100))
+    assert joined == text[:100] + "…"
+
+
 def test_stop_words_of_the_query_are_not_marked():
     segments = best_window("Move the data from the cache to the network.", "how to move from cache")
     marked = {s for s, m in segments if m}
@@ -155,6 +176,13 @@ RESIDUE = [
         "sometimes take longer for an update. Do not reply to the bug to ask when the issue will "
         "be fixed. If your bug has not been modified after two weeks a _stray marker and one_ more",
     ),
+    (  # developer.chrome.com/ja/articles/user-agent-client-hints, ja/articles/contact-picker,
+        # ja/docs/privacy-sandbox/fledge: emphasis set against CJK text, with no space
+        "この文字列は、過去*数十年*に渡って、上に*Components*をBlink の*シグナル*は、"
+        "2 * 3 * 4 と a*b*c と 使用_斜体_文字",
+        "この文字列は、過去数十年に渡って、上にComponentsをBlink のシグナルは、"
+        "2 * 3 * 4 と a*b*c と 使用_斜体_文字",
+    ),
 ]
 
 
@@ -177,6 +205,31 @@ CODE = [
         'Markup:\n\n```html {: .devsite-terminal}\n<div tabindex="0">Focus</div>\n'
         "# not a heading\n```\n\nAfter <br/>it.",
         'Markup: <div tabindex="0">Focus</div> # not a heading After it.',
+    ),
+    (  # www.tensorflow.org/r1/guide/graph_viz, r1/guide/custom_estimators: a heading's id;
+        # a template comment after it is still one
+        "## Interaction {#interaction}\n\nNavigate the graph. {# a comment #}Zoom in.",
+        "Interaction — Navigate the graph. Zoom in.",
+    ),
+    (  # www.tensorflow.org/r1/guide/extend/op, r1/guide/debugger: a fence inside a
+        # blockquote; its backticks paired as spans, code was shielded twice ("&#62; def")
+        "looks like:\n>\n> ```python\n> def zero_out(to_zero, name=None):\n>   Args: A `Tensor`.\n"
+        "> ```\n>\n> If `to_zero` is passed an `int32` tensor",
+        "looks like: def zero_out(to_zero, name=None): Args: A `Tensor`. If to_zero is passed "
+        "an int32 tensor",
+    ),
+    (  # developer.chrome.com/docs/extensions/mv3/manifest/input_components: code spans of
+        # three backticks ("input&#95;view")
+        "The key accepts an array of objects: ```name```, ```layouts```, ```input_view```, and "
+        "```options_page``` (Refer to the table below).",
+        "The key accepts an array of objects: name, layouts, input_view, and options_page (Refer "
+        "to the table below).",
+    ),
+    (  # developer.chrome.com/docs/extensions/mv2/match_patterns, www.tensorflow.org/install/
+        # source: HTML code elements, whose `*` and `_` were read as emphasis
+        "<td><code>http://*/*</code></td> matches <code>https://*.google.com/foo*bar</code>; "
+        '<code>print(tf.__version__)</code> and <code class="x">a_b_c</code>',
+        "http://*/* matches https://*.google.com/foo*bar; print(tf.__version__) and a_b_c",
     ),
     (  # a stray backtick does not make code of the next paragraph
         "It`s here.\n\nSee <b>this</b> and [that](https://x.test/).",

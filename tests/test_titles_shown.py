@@ -94,3 +94,19 @@ def test_the_browser_shows_titles_as_text(db: Path) -> None:
         assert "Picture-in-Picture for any Element, not just <video>" in [
             r["label"] for r in typed["results"]
         ], typed
+
+
+def test_ls_shows_titles_as_text(db: Path) -> None:
+    listed = CliRunner().invoke(cli, ["ls"])
+    assert listed.exit_code == 0, listed.output
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()}
+    assert rows[f"documents/{SOURCE}/blog/new-in-webgpu-119"].endswith(
+        "What's New in WebGPU (Chrome 119)"
+    )
+    assert rows[f"documents/{SOURCE}/blog/at-scope"].endswith("with the CSS @scope at-rule")
+    assert rows[f"documents/{SOURCE}/blog/pip"].endswith("not just <video>")
+    # --json: the title as stored, for programs.
+    raw = [
+        json.loads(line) for line in CliRunner().invoke(cli, ["ls", "--json"]).stdout.splitlines()
+    ]
+    assert {r["title"] for r in raw} == {WEBGPU, SCOPE, PIP}

@@ -91,12 +91,27 @@ def import_(
 
     mirror = open_mirror(ctx)
     # The report, then the embedding's summary line (its bar is finished by then).
-    with embedding_shown(mirror):
-        if sample:
-            report = mirror.import_sample(overwrite=overwrite)
-        else:
-            report = mirror.import_files(files, overwrite=overwrite)
-        _said(report, as_json)
+    try:
+        with embedding_shown(mirror):
+            if sample:
+                report = mirror.import_sample(overwrite=overwrite)
+            else:
+                report = mirror.import_files(files, overwrite=overwrite)
+            _said(report, as_json)
+    except KeyboardInterrupt as stop:
+        from .embedding import interrupted_note
+        from .main import EXIT_INTERRUPTED
+
+        # Not the group's bare "interrupted": whether anything was imported is the question.
+        # A Ctrl-C may land just after the commit, so this says what holds either way.
+        click.echo(
+            interrupted_note(stop)
+            or "interrupted: an import is all or nothing, so the store holds all of the "
+            "records or none of them; run the same command again (what it holds already is "
+            "compared, not written twice)",
+            err=True,
+        )
+        ctx.exit(EXIT_INTERRUPTED)
 
 
 def _said(report: ImportFileReport, as_json: bool) -> None:
