@@ -60,9 +60,10 @@ STOPWORDS = frozenset((
 # fmt: on
 
 # CJK scripts written without spaces: Hiragana, Katakana, CJK ideographs (+ extension A and
-# compatibility), Hangul syllables, half-width Katakana.
-_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+# compatibility), Hangul syllables, half-width Katakana: a character class's body, for the
+# modules that look for these scripts (snippets, quotes, tsquery).
+CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
+_CJK_RUN = re.compile(f"[{CJK}]+")
 # An identifier with a capital inside it: getUserMedia, onMessage, XMLHttpRequest (tf.Tensor
 # is not: no lower-case letter before the capital inside one word).
 _CAMEL = re.compile(r"[A-Za-z][a-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*")

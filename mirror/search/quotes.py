@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .language import content_words
-from .lexical import query_terms, stem_key
+from .lexical import CJK, query_terms, stem_key
 from .snippets import BULLET, plain_text
 
 # At most this many consecutive sentences, and this many characters, in one quotation.
@@ -42,7 +42,7 @@ _ITEM = re.compile(r"^[ \t]*(?:[*+-]|\d+[.)])[ \t]+")
 # Sentence ends: `.`, `!` or `?` before a space and a word that does not start in lower case
 # (so "e.g. a cache" stays whole), or a CJK full stop, which needs no space after it.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^\sa-z])|(?<=[\u3002\uff01\uff1f])\s*")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_CJK = re.compile(f"[{CJK}]")
 
 
 @dataclass(frozen=True, slots=True)

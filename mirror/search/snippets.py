@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 from .language import content_words
-from .lexical import _CJK, STOPWORDS, stem_key
+from .lexical import CJK, STOPWORDS, stem_key
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Between a heading and the text after it, so a snippet does not run them together.
@@ -93,8 +93,8 @@ _NOISE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (
         re.compile(
             # The `*` first, then what is before it: a pattern led by a literal scans fast.
-            rf"\*(?<![^\W{_CJK}]\*)(?<![*\\]\*)(?=[^\s*])([^\n*]*?[^\s*\\])\*"
-            rf"(?:(?=[{_CJK}])|(?<=[{_CJK}]\*))"
+            rf"\*(?<![^\W{CJK}]\*)(?<![*\\]\*)(?=[^\s*])([^\n*]*?[^\s*\\])\*"
+            rf"(?:(?=[{CJK}])|(?<=[{CJK}]\*))"
         ),
         r"\1",
     ),

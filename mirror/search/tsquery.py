@@ -160,7 +160,7 @@ def _join(parts: list[str], operator: str) -> str:
 # Scripts written without spaces (lexical's CJK ranges): each character is one word of the text
 # a headline is cut from, so the query's bigrams can mark it (the index holds them as bigrams
 # in the side column, a form that has no place in the text a user reads).
-_CJK_CHAR = re.compile(f"[{lexical._CJK}]")
+_CJK_CHAR = re.compile(f"[{lexical.CJK}]")
 # A run of ASCII (cut 1:1 by the fast path) or one other character.
 _PIECE = re.compile(r"[\x00-\x7f]+|[^\x00-\x7f]")
 
