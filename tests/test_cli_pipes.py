@@ -12,29 +12,15 @@ import pytest
 
 from mirror.cli.main import EXIT_BROKEN_PIPE
 
+from .cli_store import sample_env
+
 NAME = "documents/developer.chrome.com/docs/extensions/migrating/to-service-workers"
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The sample imported into a store of its own (words only: no model to load)."""
-    folder = tmp_path_factory.mktemp("pipes")
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
-    env = {
-        **clean,
-        "DK_MIRROR_HOME": str(folder / "home"),
-        "DK_MIRROR_DB": f"sqlite:///{folder / 'store.sqlite3'}",
-        "DK_MIRROR_SEMANTIC": "off",
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "mirror", "import", "--sample"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return env
+    return sample_env(tmp_path_factory.mktemp("pipes"))
 
 
 def _into_a_closed_pipe(args: list[str], env: dict[str, str]) -> tuple[int, str]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from mirror.models import Document
 from mirror.search import quotes
 from mirror.search.snippets import plain_text
-from mirror.store.store import Store
+
+from .cli_store import put_documents
 
 # developer.chrome.com/docs/extensions/mv3/match_patterns (abridged).
 PAGE = (
@@ -40,22 +41,17 @@ def test_an_answer_quotes_the_definition_not_its_term() -> None:
 
 
 def test_search_and_answer_show_definitions_as_prose(cli_offline, db_url) -> None:  # type: ignore[no-untyped-def]
-    store = Store.open(db_url)
-    try:
-        store.put(
-            [
-                Document(
-                    name="documents/developer.chrome.com/docs/extensions/mv3/match_patterns",
-                    title="Match patterns",
-                    content=PAGE,
-                    data_source="developer.chrome.com",
-                )
-            ],
-            fetched_at=1.0,
-            upstream="test",
-        )
-    finally:
-        store.close()
+    put_documents(
+        db_url,
+        [
+            Document(
+                name="documents/developer.chrome.com/docs/extensions/mv3/match_patterns",
+                title="Match patterns",
+                content=PAGE,
+                data_source="developer.chrome.com",
+            )
+        ],
+    )
     searched = cli_offline("search", "match patterns for top level domains")
     assert searched.exit_code == 0, searched.output
     assert "**patterns** — Chrome doesn't support" in searched.stdout, searched.stdout

@@ -5,7 +5,6 @@ must be ...)`, and a 500 from `serve`), and ranked its broken word by words."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -14,30 +13,16 @@ import pytest
 from mirror import limits
 from mirror.errors import InvalidInput
 
+from .cli_store import sample_env
+
 JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The sample imported into a store of its own (words only: no model to load)."""
-    folder = tmp_path_factory.mktemp("query-text")
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
-    env = {
-        **clean,
-        "DK_MIRROR_HOME": str(folder / "home"),
-        "DK_MIRROR_DB": f"sqlite:///{folder / 'store.sqlite3'}",
-        "DK_MIRROR_SEMANTIC": "off",
-        # Arguments are decoded as UTF-8 (undecodable bytes become lone surrogates).
-        "LC_ALL": "C.UTF-8",
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "mirror", "import", "--sample"],
-        env=env,
-        capture_output=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return env
+    # Arguments are decoded as UTF-8 (undecodable bytes become lone surrogates).
+    return sample_env(tmp_path_factory.mktemp("query-text"), LC_ALL="C.UTF-8")
 
 
 @pytest.mark.parametrize("command", ["search", "answer"])

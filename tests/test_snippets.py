@@ -6,7 +6,8 @@ import pytest
 
 from mirror.models import Document
 from mirror.search.snippets import best_window, link_labels, plain_text
-from mirror.store.store import Store
+
+from .cli_store import put_documents
 
 
 def test_link_targets_and_markup_are_dropped_before_marking():
@@ -291,22 +292,17 @@ def test_brackets_that_are_no_defined_link_stay():
 def test_search_and_answer_show_a_shortcut_reference_as_its_text(cli_offline, db_url):
     # The real commands on a real store: the snippet's chunk and the quoted passage hold the
     # link, and only the page (its last lines) defines its label.
-    store = Store.open(db_url)
-    try:
-        store.put(
-            [
-                Document(
-                    name="documents/developer.chrome.com/docs/lighthouse/tbt",
-                    title="Total Blocking Time",
-                    content=TBT,
-                    data_source="developer.chrome.com",
-                )
-            ],
-            fetched_at=1.0,
-            upstream="test",
-        )
-    finally:
-        store.close()
+    put_documents(
+        db_url,
+        [
+            Document(
+                name="documents/developer.chrome.com/docs/lighthouse/tbt",
+                title="Total Blocking Time",
+                content=TBT,
+                data_source="developer.chrome.com",
+            )
+        ],
+    )
     searched = cli_offline("search", "blocking portion of long tasks")
     assert searched.exit_code == 0, searched.output
     assert "of all **long** **tasks** between" in searched.stdout, searched.stdout
