@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.search.fusion import (
-    DENSE_FIRST_BY,
-    LEXICAL_SHARE,
-    dense_first_shown,
-    reciprocal_rank_fusion,
-    score_fusion,
-)
+from mirror.search.fusion import LEXICAL_SHARE, reciprocal_rank_fusion, score_fusion
 
 
 def test_a_lexical_lead_is_kept_where_rank_fusion_would_give_it_away() -> None:
@@ -54,21 +48,3 @@ def test_repeats_count_once_and_empty_or_negative_lists_score_nothing() -> None:
     assert score_fusion([], []) == []
     with pytest.raises(ValueError, match=r"lexical_share must be in \[0, 1\]"):
         score_fusion([("a", 1.0)], [], lexical_share=1.5)
-
-
-def test_the_first_page_by_meaning_is_shown_by_place_three() -> None:
-    fused = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6), ("m", 0.2)]
-    moved = dense_first_shown(fused, [("m", 0.9), ("a", 0.5)])
-    assert moved == [("a", 0.9), ("b", 0.8), ("m", 0.7), ("c", 0.7), ("d", 0.6)]
-    assert dense_first_shown(fused, [("b", 0.9)]) == fused  # shown already
-    assert dense_first_shown(fused, []) == fused
-    assert dense_first_shown([("a", 1.0), ("m", 0.1)], [("m", 0.9)]) == [("a", 1.0), ("m", 0.1)]
-
-
-def test_fusion_shows_a_page_only_the_dense_ranking_found() -> None:
-    """Found first by meaning and by no word, a page used to score at most the dense share,
-    below every page the words found, however many."""
-    lexical = [(f"w{i}", 10.0 - i * 0.1) for i in range(20)]
-    fused = dense_first_shown(score_fusion(lexical, [("meaning", 0.8)]), [("meaning", 0.8)])
-    assert [name for name, _ in fused].index("meaning") == DENSE_FIRST_BY - 1
-    assert [score for _, score in fused] == sorted((score for _, score in fused), reverse=True)

@@ -54,7 +54,11 @@ def reciprocal_rank_fusion(
 # once: agent problems 0.82 / 0.95 / 0.88 -> 0.78 / 0.88 / 0.82 (below the issue's hit@5
 # 0.90), paraphrases unchanged, all 0.75 / 0.93 / 0.83 -> 0.76 / 0.92 / 0.83. A gain on
 # 29 paraphrases that did not carry: 0.8 stays. Dense PRF (the query's vector moved toward
-# its first pages') did not help on the dev half either.
+# its first pages') did not help on the dev half either. Nor did showing the dense ranking's
+# first page by place 3 when the mixed scores bury it (absent from the lexical ranking, it
+# scores at most the 0.2 share): dev all 0.80 / 0.93 / 0.856 -> 0.80 / 0.95 / 0.860 (agent
+# problems hit@5 0.94 -> 1.00), test 0.75 / 0.94 / 0.83 -> 0.75 / 0.93 / 0.83 (questions
+# hit@5 1.00 -> 0.96, agent problems and paraphrases the same).
 LEXICAL_SHARE = 0.8
 
 
@@ -101,37 +105,3 @@ def _monotonic(ranking: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
         cap = min(cap, score)
         out.append((name, cap))
     return out
-
-
-# Where the page nearest by meaning is shown at the latest. Mixed scores bury a page only one
-# ranking found: absent from the lexical one (100 deep), the dense ranking's first page scored
-# at most its 0.2 share, below every page both found, so no question answered only by meaning
-# reached the first 20. (Seen on the test half's misses, listed for a closing note: six had
-# their page first or second by meaning and nowhere fused; the place was chosen on the dev
-# half alone.) Moved up to place 3 (the first two stay as fused: they never change), on the
-# dev half (184 queries, hit@1 / hit@5 / MRR@10): agent
-# problems 0.85 / 0.94 / 0.88 -> 0.85 / 1.00 / 0.90, paraphrases 0.48 / 0.69 / 0.59 -> 0.48
-# / 0.72 / 0.60, questions 0.79 / 0.96 / 0.85 -> 0.79 / 0.96 / 0.84, all 0.80 / 0.93 /
-# 0.856 -> 0.80 / 0.95 / 0.860; place 2 and place 5 the same hit@5 (MRR@10 0.864 and 0.858),
-# place 10 nothing.
-DENSE_FIRST_BY = 3
-
-
-def dense_first_shown(
-    fused: list[tuple[str, float]],
-    dense: Sequence[tuple[str, float]],
-    *,
-    by: int = DENSE_FIRST_BY,
-) -> list[tuple[str, float]]:
-    """`fused` with the dense ranking's first name moved up to place `by` when it is below
-    it or absent (it then takes the score of the name it goes before, so scores still fall)."""
-    if not dense or not fused or by < 1:
-        return fused
-    first = dense[0][0]
-    places = [name for name, _ in fused[:by]]
-    if first in places:
-        return fused
-    rest = [(name, score) for name, score in fused if name != first]
-    at = min(by, len(rest) + 1) - 1
-    score = rest[at][1] if at < len(rest) else (rest[-1][1] if rest else 0.0)
-    return [*rest[:at], (first, score), *rest[at:]]

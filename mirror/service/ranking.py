@@ -274,7 +274,7 @@ def _fused(
     this model: words only)."""
     if dense is None:
         return None
-    from ..search.fusion import dense_first_shown, score_fusion
+    from ..search.fusion import score_fusion
     from ..store.textindex.ranking import DocumentHit
 
     if not lexical:
@@ -283,7 +283,5 @@ def _fused(
         # says more). A question in other words still shares some word with its page.
         return []
     # A hit's rank is minus the index's relevance (BM25 on SQLite, ts_rank on PostgreSQL).
-    fused = dense_first_shown(
-        score_fusion([(hit.name, -hit.rank) for hit in lexical], dense), dense
-    )
+    fused = score_fusion([(hit.name, -hit.rank) for hit in lexical], dense)
     return [DocumentHit(name, -score, score) for name, score in fused[:limit]]
