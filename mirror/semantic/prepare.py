@@ -19,9 +19,6 @@ so page and query vectors always come from the same arithmetic.
 
 from __future__ import annotations
 
-import contextlib
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +42,7 @@ def prepare(original: Path, scratch: Path, onnxruntime: Any) -> Path:
     )
     graph = onnx.load(str(folded))
     drop_nan_guards(graph.graph)
+    _tag_as_preprocessed(graph)
     onnx.save(graph, str(folded))
     quantised = scratch / QUANTISED
     _quantise(folded, quantised)
@@ -76,33 +74,24 @@ def drop_nan_guards(graph: Any) -> int:
     return len(dropped) // 2
 
 
+def _tag_as_preprocessed(graph: Any) -> None:
+    """Tag the graph as onnxruntime's quantisation pre-processing tags one, so the quantiser
+    does not advise it through `logging.warning` on the root logger (which also gives that
+    logger a handler to stderr when it has none, from whatever thread prepares the graph).
+    Its optimisation step is step 1 above; its symbolic shape inference fails on this
+    exported graph ("Incomplete symbolic shape inference"), and the quantiser needs none."""
+    from onnxruntime.quantization.quant_utils import add_pre_process_metadata
+
+    add_pre_process_metadata(graph)
+
+
 def _quantise(source: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    with _quiet_root_logger():
-        quantize_dynamic(
-            str(source),
-            str(target),
-            weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul"],
-            per_channel=True,
-        )
-
-
-@contextlib.contextmanager
-def _quiet_root_logger() -> Iterator[None]:
-    """onnxruntime's quantiser advises pre-processing through `logging.warning`, which also
-    gives the root logger a handler to stderr when it has none: neither may reach a user's
-    terminal (the advice is for image models) nor change this process' logging."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    muffle = logging.NullHandler()
-    root.addHandler(muffle)
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)
-        for handler in list(root.handlers):
-            if handler not in handlers:
-                root.removeHandler(handler)
+    quantize_dynamic(
+        str(source),
+        str(target),
+        weight_type=QuantType.QInt8,
+        op_types_to_quantize=["MatMul"],
+        per_channel=True,
+    )
