@@ -397,13 +397,14 @@ def ls(ctx: click.Context, prefix: str | None, limit: int | None, as_json: bool)
 
 
 def _ls_rows(items: Iterable[Summary]) -> Iterator[tuple[str, str, str]]:
-    from ..search.snippets import plain_title
+    from ..search.snippets import title_text
 
     for item in items:
         # A row seen only in search results cannot be read: say so where the size would be.
         size = units.size(item.content_length_bytes) if item.has_content else "metadata only"
-        # The title as text, as search shows it (`&nbsp;` and backticks are not shown).
-        yield (item.name, size, plain_title(item.title or ""))
+        # The title as text, as search shows it (`&nbsp;` and backticks are not shown), its
+        # control characters left for the table to show escaped.
+        yield (item.name, size, title_text(item.title or ""))
 
 
 def main() -> None:

@@ -212,9 +212,15 @@ def plain_title(title: str) -> str:
     (Chrome&nbsp;118)" in 7 of the corpus' titles), Markdown's code and bold marks gone (47
     titles hold "the CSS `@scope` at-rule"), white space folded. Unlike plain_text, an element
     a title names stays ("Picture-in-Picture for any Element, not just <video>"): a title is
-    text, not HTML."""
-    text = html.unescape(title.replace("**", "").replace("`", ""))
-    return " ".join(_CONTROL.sub(" ", text).split())
+    text, not HTML. Control characters become spaces (see `title_text` for a listing that
+    shows them)."""
+    return " ".join(_CONTROL.sub(" ", title_text(title)).split())
+
+
+def title_text(title: str) -> str:
+    """`plain_title` with its control characters kept, for `dk-mirror ls`, which shows each
+    escaped (a store's odd title is seen, not hidden as spaces)."""
+    return " ".join(html.unescape(title.replace("**", "").replace("`", "")).split())
 
 
 def query_words(query: str) -> set[str]:
