@@ -36,6 +36,9 @@ ENV_KEEP_VERSIONS = "DK_MIRROR_KEEP_VERSIONS"
 # Semantic search (vectors computed as pages are written, fused with the word ranking): on
 # unless set off, for a machine too small to run the model (search then ranks by words only).
 ENV_SEMANTIC = "DK_MIRROR_SEMANTIC"
+# Where the embedding model's prepared graph is kept (mirror/semantic/cache.py): once per
+# machine, so it may live apart from a store's home (a read-only home, a shared cache volume).
+ENV_MODEL_CACHE = "DK_MIRROR_MODEL_CACHE"
 
 # Every environment variable dk-mirror reads: the README documents exactly these, and the
 # tests clear them all so a developer's own settings never leak into a run.
@@ -56,6 +59,7 @@ ENV_VARS = (
     ENV_MAX_DOCUMENT_BYTES,
     ENV_KEEP_VERSIONS,
     ENV_SEMANTIC,
+    ENV_MODEL_CACHE,
 )
 
 GOOGLE_UPSTREAM = "https://developerknowledge.googleapis.com"

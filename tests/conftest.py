@@ -12,7 +12,7 @@ from typing import Any
 import hypothesis
 import pytest
 
-from mirror.config import ENV_HOME, ENV_SEMANTIC, ENV_VARS, Settings
+from mirror.config import ENV_HOME, ENV_MODEL_CACHE, ENV_SEMANTIC, ENV_VARS, Settings
 from mirror.service import Mirror
 from mirror.service import semantic as semantic_service
 
@@ -34,6 +34,18 @@ CANARY_KEY = "AIzaCANARY-5f3c9e1d-never-leak-this-key"
 UNDER_TEST_BIN = os.path.dirname(sys.executable)
 
 
+# The prepared embedding model's folder (mirror/semantic/cache.py), one per test worker: each
+# test's home is new, and preparing the model in each (~3 s) cost the suite minutes. Set by
+# `shared_model_cache` before any test; tests/test_model_cache.py tests a home's own.
+_MODELS: Path | None = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_model_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    global _MODELS
+    _MODELS = tmp_path_factory.getbasetemp() / "models"
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's settings, key or store; the default home is a temp dir."""
@@ -45,6 +57,8 @@ def isolate(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     for var in ENV_VARS:  # every variable the code reads, API key included
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(ENV_HOME, str(home))
+    if _MODELS is not None:
+        monkeypatch.setenv(ENV_MODEL_CACHE, str(_MODELS))
     # Semantic search is on by default, and each command that writes would load the model
     # and embed what it wrote: about a second a process, minutes for the suite's 20,000-page
     # imports. Off for the suite; its own tests turn it on with `semantic_on`.

@@ -17,9 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_no_setting_of_the_caller_reaches_a_test(tmp_path: Path) -> None:
     leaked = {name: os.environ[name] for name in config.ENV_VARS if name in os.environ}
-    # The variables conftest sets: a home inside this test's own folder, and semantic search
-    # off (the tests that need it turn it on).
-    assert leaked == {config.ENV_HOME: str(tmp_path / "home"), config.ENV_SEMANTIC: "off"}
+    # The variables conftest sets: a home inside this test's own folder, semantic search off
+    # (the tests that need it turn it on), and the test worker's one prepared model.
+    assert leaked == {
+        config.ENV_HOME: str(tmp_path / "home"),
+        config.ENV_SEMANTIC: "off",
+        config.ENV_MODEL_CACHE: str(tmp_path.parent / "models"),
+    }
 
 
 @pytest.mark.slow

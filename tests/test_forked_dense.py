@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from mirror.cli import start
-from mirror.config import Settings
+from mirror.config import ENV_MODEL_CACHE, Settings
 from mirror.policy import Mode
 from mirror.records import read_sample
 from mirror.semantic import model
@@ -51,9 +51,11 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    """A command's environment: its own home (the model's cache), nothing of the caller's."""
+    """A command's environment: its own home, nothing of the caller's but the test worker's
+    prepared model (tests/conftest.py: preparing it per test cost minutes)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
-    return {**clean, "DK_MIRROR_HOME": str(tmp_path / "home")}
+    shared = {k: os.environ[k] for k in (ENV_MODEL_CACHE,) if k in os.environ}
+    return {**clean, **shared, "DK_MIRROR_HOME": str(tmp_path / "home")}
 
 
 def _in_process(path: Path, *, semantic_on: bool = True) -> Ranked:
@@ -98,11 +100,12 @@ def _same(cold: Ranked, warm: Ranked) -> bool:
 
 
 def test_a_cold_search_ranks_as_one_process_does_without_loading_the_model(
-    embedded: Path, env: dict[str, str]
+    embedded: Path, env: dict[str, str], tmp_path: Path
 ) -> None:
     hybrid, words = _in_process(embedded), _in_process(embedded, semantic_on=False)
     assert not _same(hybrid, words)  # the vectors change this ranking: the test can tell
-    for _ in range(2):  # the first writes the optimised model's cache, the second loads it
+    env = {**env, ENV_MODEL_CACHE: str(tmp_path / "models")}  # none prepared yet
+    for _ in range(2):  # the first prepares the model's cache, the second loads it
         cold, stderr = _cold_search(embedded, env)
         assert _same(cold, hybrid), (cold, hybrid)
         # The model ran in the helper: this process never imported it.

@@ -10,7 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mirror.config import ENV_MODEL_CACHE
 from mirror.semantic import cache, model
+
+
+@pytest.fixture(autouse=True)
+def home_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's cache in this test's own home, new (not the test worker's shared one)."""
+    monkeypatch.delenv(ENV_MODEL_CACHE, raising=False)
+
 
 pytestmark = pytest.mark.skipif(
     not model.status().available,
@@ -119,3 +127,13 @@ def test_writers_at_once_leave_one_whole_cache() -> None:
     assert found == [_where() / cache.GRAPH] * 2
     assert cache.find(original, version, _runtime(), cache.root()) == _where() / cache.GRAPH
     assert [p.name for p in _where().parent.iterdir()] == [_where().name]
+
+
+def test_the_cache_goes_where_dk_mirror_model_cache_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "models-elsewhere"
+    monkeypatch.setenv(ENV_MODEL_CACHE, str(elsewhere))
+    embedder, _ = _loaded()
+    assert embedder.cached and _where().parent == elsewhere
+    assert (_where() / cache.MANIFEST).is_file()

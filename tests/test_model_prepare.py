@@ -8,8 +8,16 @@ import logging
 import numpy as np
 import pytest
 
+from mirror.config import ENV_MODEL_CACHE
 from mirror.semantic import model
 from mirror.semantic.prepare import drop_nan_guards
+
+
+@pytest.fixture(autouse=True)
+def home_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's cache in this test's own home, new (not the test worker's shared one)."""
+    monkeypatch.delenv(ENV_MODEL_CACHE, raising=False)
+
 
 pytestmark = pytest.mark.skipif(
     not model.status().available,

@@ -37,9 +37,14 @@ STALE_SECONDS = 3600
 
 
 def root() -> Path:
-    """The folder of the caches: beside the other caches of dk-mirror (as in
-    textindex/sqlite/folder.py), $DK_MIRROR_HOME/cache when set (tests, a self-contained
-    install), else the platform's user cache folder."""
+    """The folder of the caches: $DK_MIRROR_MODEL_CACHE when set; else beside the other
+    caches of dk-mirror (as in textindex/sqlite/folder.py), $DK_MIRROR_HOME/cache when set (a
+    self-contained install), else the platform's user cache folder."""
+    from ..config import ENV_MODEL_CACHE
+
+    chosen = os.environ.get(ENV_MODEL_CACHE)
+    if chosen:
+        return Path(chosen).expanduser()
     home = os.environ.get("DK_MIRROR_HOME")
     if home:
         return Path(home).expanduser() / "cache" / "models"
