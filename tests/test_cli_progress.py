@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from mirror.cli import progress
 from mirror.cli.main import cli
+from mirror.config import ENV_MODEL_CACHE
 from mirror.semantic import model
 from tests.emulator import Emulator
 from tests.emulator_fixtures import synthetic_documents
@@ -174,7 +175,12 @@ def test_the_embedding_bar_draws_on_a_terminal_of_zero_columns(tmp_path: Path) -
     # and drew a one-character meter with its stats cut short.
     screen, tty = pty.openpty()
     fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 0, 0, 0))
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
+    # Nothing of the caller's but the test worker's prepared model (tests/conftest.py).
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DK_MIRROR_") or k == ENV_MODEL_CACHE
+    }
     try:
         child = subprocess.Popen(
             [sys.executable, "-m", "mirror", "import", "--sample"],
