@@ -91,8 +91,11 @@ def main() -> None:
         choices=("dev", "test"),
         help="list this half's questions whose answer does not cite an expected page first",
     )
+    parser.add_argument(
+        "--batch", type=int, help="score only this batch of questions.md (as bench_questions)"
+    )
     args = parser.parse_args()
-    questions = load_questions()
+    questions = [q for q in load_questions() if args.batch in (None, q.batch)]
     tiers: dict[str, list[Row]] = {}
     misses: list[tuple[str, str, list[str]]] = []
     with tempfile.TemporaryDirectory() as tmp:

