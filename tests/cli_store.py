@@ -3,7 +3,6 @@ commands under test open through DK_MIRROR_DB."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -13,6 +12,7 @@ import pytest
 
 from mirror.models import Document
 from mirror.store.store import Store
+from tests.user_env import user_env
 
 
 def put_documents(db_url: str, docs: Iterable[Document]) -> None:
@@ -37,7 +37,7 @@ def stored_for_cli(
 def sample_env(folder: Path, **extra: str) -> dict[str, str]:
     """An environment for `dk-mirror` processes on a store of their own under `folder`,
     which the sample is imported into (words only: no model to load), with `extra` set."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
+    clean = user_env()
     env = {
         **clean,
         "DK_MIRROR_HOME": str(folder / "home"),

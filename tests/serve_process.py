@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mirror.config import ENV_SEMANTIC
+from tests.user_env import user_env
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 60.0
@@ -24,7 +25,7 @@ START_TIMEOUT = 60.0
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
     """This environment without dk-mirror's settings, with `home` as DK_MIRROR_HOME; the
     suite's semantic switch (tests/conftest.py) stays as the test has it."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    keep = user_env()
     switch = {k: v for k, v in os.environ.items() if k == ENV_SEMANTIC}
     return {**keep, **switch, "DK_MIRROR_HOME": str(home), "PYTHONPATH": str(ROOT), **extra}
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.user_env import user_env
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "corpus"
 
@@ -42,7 +44,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         ["--docs", "100", "--rounds", "1", "--latency", "0.001", "--backoff-scale", "0.01"],
         RATIO,
     ),
-    "bench_export": (["--docs", "30"], RATIO),
+    "bench_export": (["--docs", "30", "--formats", "md", "zim"], RATIO),
     "bench_get": (["--rounds", "50"], RATIO),
     "bench_hybrid_scale": (["--docs", "60", "--queries", "3", "--cache", "{tmp}"], RATIO),
     "bench_import": (["--repeat", "1"], RATIO),
@@ -107,11 +109,7 @@ def test_the_bench_completes_and_prints_its_figures(tmp_path: Path, bench: str) 
         pytest.skip(f"{bench} {why}")
     args, shows = SMOKE[bench]
     hidden = _hidden_dev_extra(tmp_path / "no-dev-extra")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DK_MIRROR", "DEVELOPER_KNOWLEDGE")) and k != "PYTHONPATH"
-    }
+    env = user_env()
     env.update(
         PYTHONPATH=os.pathsep.join([str(hidden), str(ROOT)]),
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),

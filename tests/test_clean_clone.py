@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.user_env import user_env
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +95,7 @@ def test_the_readme_pytest_command_passes_in_a_fresh_clone(tmp_path: Path) -> No
     subprocess.run([git, "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
     home, report = tmp_path / "home", tmp_path / "outside.json"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER"))}
+    env = user_env()
     env |= {"PYTHONPATH": str(clone), "HOME": str(home), "DK_MIRROR_HOME": str(home / "dk")}
     env["DK_MIRROR_CORPUS_DIR"] = str(tmp_path / "no-such-corpus")
     env.pop("PYTHONSAFEPATH", None)

@@ -21,10 +21,10 @@ from click.testing import CliRunner
 
 from mirror.cli import progress
 from mirror.cli.main import cli
-from mirror.config import ENV_MODEL_CACHE
 from mirror.semantic import model
 from tests.emulator import Emulator
 from tests.emulator_fixtures import synthetic_documents
+from tests.user_env import user_env
 
 DOCS = synthetic_documents(30)
 NAMES = [d["name"] for d in DOCS]
@@ -175,12 +175,7 @@ def test_the_embedding_bar_draws_on_a_terminal_of_zero_columns(tmp_path: Path) -
     # and drew a one-character meter with its stats cut short.
     screen, tty = pty.openpty()
     fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 0, 0, 0))
-    # Nothing of the caller's but the test worker's prepared model (tests/conftest.py).
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("DK_MIRROR_") or k == ENV_MODEL_CACHE
-    }
+    clean = user_env()
     try:
         child = subprocess.Popen(
             [sys.executable, "-m", "mirror", "import", "--sample"],

@@ -25,6 +25,7 @@ from mirror.records import read_sample
 from mirror.semantic import model
 from mirror.service import Mirror, forked_dense, semantic
 from mirror.store.store import Store
+from tests.user_env import user_env
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not model.status().available,
@@ -53,9 +54,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def env(tmp_path: Path) -> dict[str, str]:
     """A command's environment: its own home, nothing of the caller's but the test worker's
     prepared model (tests/conftest.py: preparing it per test cost minutes)."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
-    shared = {k: os.environ[k] for k in (ENV_MODEL_CACHE,) if k in os.environ}
-    return {**clean, **shared, "DK_MIRROR_HOME": str(tmp_path / "home")}
+    return user_env(DK_MIRROR_HOME=str(tmp_path / "home"))
 
 
 def _in_process(path: Path, *, semantic_on: bool = True) -> Ranked:

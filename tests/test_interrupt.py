@@ -28,6 +28,7 @@ import pytest
 from mirror.snapshots.mdpaths import relative_path
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
+from tests.user_env import user_env
 
 pytestmark = pytest.mark.serial  # asserts how soon a process exits
 
@@ -442,7 +443,7 @@ def test_ctrl_c_while_a_command_starts_exits_130_without_a_traceback(
     tmp_path: Path, args: list[str]
 ) -> None:
     started = tmp_path / "started"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DK_MIRROR_")}
+    env = user_env()
     process = subprocess.Popen(
         [sys.executable, "-c", STALLED_START, *args],
         env={**env, "DK_MIRROR_HOME": str(tmp_path), "STARTED": str(started)},

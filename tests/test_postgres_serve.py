@@ -5,7 +5,6 @@ the same database: zero errors, every answer byte-for-byte the answer given befo
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from tests.emulator import Emulator
 from tests.emulator_fixtures import corpus_documents
 from tests.test_postgres_crawlers import HOST, PAGES, linked_pages
 from tests.test_serve_security import wait_for_port
+from tests.user_env import user_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(300)]
 
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _env(db_url: str, home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    env = user_env()
     return {**env, "DK_MIRROR_DB": db_url, "DK_MIRROR_HOME": str(home), **extra,
             "PYTHONPATH": str(REPO)}  # fmt: skip
 

@@ -17,6 +17,7 @@ import pytest
 
 from mirror.cli.main import cli
 from mirror.config import ENV_SEMANTIC
+from tests.user_env import user_env
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -62,11 +63,7 @@ def test_the_run_command_installs_into_a_virtualenv_it_makes():
 
 @pytest.mark.slow
 def test_the_run_command_works_with_no_key_and_no_network(tmp_path: Path):
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DK_MIRROR", "DEVELOPER_KNOWLEDGE"))
-    }
+    env = user_env()
     env["DK_MIRROR_HOME"] = str(tmp_path / "home")
     demo = subprocess.run(
         [sys.executable, "-m", "mirror", "demo"],
@@ -189,7 +186,7 @@ def test_the_team_section_copies_a_store_into_postgresql(pg_url: str, tmp_path: 
     home = tmp_path / "home"
     store = home / ".local" / "share" / "dk-mirror" / "dk-mirror.sqlite3"
     store.parent.mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    env = user_env()
     env.update(HOME=str(home), PYTHONPATH=str(ROOT))
     # The suite's semantic switch stays (tests/conftest.py): this is about the copy, and with
     # the tier on the import loaded the model and embedded the sample first.
@@ -260,7 +257,7 @@ def test_the_search_and_answer_examples_answer_from_a_full_store_with_no_key(tmp
         if line.startswith(("dk-mirror search ", "dk-mirror answer "))
     ]
     assert len(lines) >= 4
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    env = user_env()
     env.update(DK_MIRROR_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT))
     made = subprocess.run(
         [sys.executable, "-m", "mirror", "import", "--sample"],

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import stored
 from tests.emulator_mcp import TOOLS, TOOLS_LIST_FILE
+from tests.user_env import user_env
 
 # The store, crawl, snapshot and service suites run on SQLite and PostgreSQL.
 pytestmark = pytest.mark.both_backends
@@ -255,7 +256,7 @@ def test_raw_tools_list_is_the_reference_payload_without_a_handshake(sample_mirr
 
 
 def stdio_env(tmp_path: Path) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    keep = user_env()
     return {**keep, "DK_MIRROR_HOME": str(tmp_path / "home"), "PYTHONUNBUFFERED": "1"}
 
 
@@ -341,7 +342,7 @@ def test_stdio_refuses_to_create_a_store_it_was_not_asked_to(tmp_path):
     """MCP Inspector starts the server with a reduced environment: the default store it finds
     is not the user's. A store that does not exist is an error naming --db, not a new empty
     store that answers nothing; --create makes one on purpose."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    keep = user_env()
     reduced = {**keep, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
     given = tmp_path / "typo.sqlite3"
     for args, env in ((["serve", "--stdio"], reduced), (["serve", "--stdio", "--db", str(given)], stdio_env(tmp_path))):  # fmt: skip

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from mirror.cli.main import cli
 from tests.conftest import CANARY_KEY
 from tests.serve_fixtures import TOKEN
+from tests.user_env import user_env
 
 SAMPLE = "documents/developer.chrome.com/docs/extensions/migrating"
 TF = "documents/www.tensorflow.org/hub/caching"
@@ -170,7 +171,7 @@ def test_fetching_from_google_without_a_key_refuses_to_start(tmp_path):
 @pytest.mark.slow
 def test_non_loopback_bind_with_a_token_starts_and_requires_it(sample_mirror, tmp_path):
     db = sample_mirror.settings.db_url.removeprefix("sqlite:///")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    env = user_env()
     env.update({"DK_MIRROR_HOME": str(tmp_path / "home"), "DK_MIRROR_SERVE_TOKEN": TOKEN})
     command = [sys.executable, "-m", "mirror", "serve", "--host", "0.0.0.0", "--port", "0"]
     with subprocess.Popen(

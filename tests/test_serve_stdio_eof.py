@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.user_env import user_env
 
 pytestmark = [pytest.mark.slow]
 
@@ -27,7 +28,7 @@ def test_every_request_read_before_end_of_input_is_answered(sample_mirror, tmp_p
         arguments = {"names": names[i % 15 :][:5]}
         params = {"name": "get_documents", "arguments": arguments}
         messages.append({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params})
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    keep = user_env()
     # Everything written at once, then end of input: a client piping a batch of requests.
     result = subprocess.run(
         [sys.executable, "-m", "mirror", "serve", "--stdio", "--db", db],
@@ -58,7 +59,7 @@ def test_a_line_that_is_not_json_rpc_gets_json_rpc_s_error(sample_mirror, tmp_pa
         json.dumps({"hello": "world"}),  # JSON, but no JSON-RPC message
         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}),
     ]
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DK_MIRROR", "DEVELOPER_"))}
+    keep = user_env()
     result = subprocess.run(
         [sys.executable, "-m", "mirror", "serve", "--stdio", "--db", db],
         input="".join(line + "\n" for line in lines).encode(),
