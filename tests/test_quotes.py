@@ -3,7 +3,7 @@ code, a table or markup; question words found in every script."""
 
 from __future__ import annotations
 
-from mirror.search.quotes import MIN_CHARS, best, paragraphs, question_keys
+from mirror.search.quotes import MIN_CHARS, best, paragraphs
 
 # From tensorflow.org/hub/caching (the corpus page, abridged).
 CACHING = """# Caching model downloads from TF Hub
@@ -131,31 +131,4 @@ def test_a_table_without_leading_pipes_is_not_prose():
     assert paragraphs("One line.\n\n---\n\nTwo | three are words here.") == [
         "One line.",
         "Two | three are words here.",
-    ]
-
-
-def test_a_short_question_word_is_found_whole_a_longer_one_as_a_start():
-    # "tf" is a name, not a stem: "TFRecord" does not hold it, `tf.data` does. A word of four
-    # letters or more is a stem and finds its forms ("cache" in "caches"). Abridged from
-    # tensorflow.org/r1/guide/performance/overview.
-    page = (
-        "One approach to get maximum I/O throughput is to preprocess input data into larger "
-        "(~100MB) `TFRecord` files.\n\n"
-        "The `tf.data` API gets the maximum I/O throughput out of input files of any size.\n\n"
-        "The reader caches each file's blocks in memory while a step runs.\n"
-    )
-    quote = best([page], "maximum input throughput with tf")
-    assert quote is not None and quote.text.startswith("The tf.data API gets"), quote
-    cached = best([page], "does tf cache blocks")
-    assert cached is not None and cached.text.startswith("The reader caches"), cached
-
-
-def test_possessives_and_contractions_are_no_question_words():
-    # "extension's" is the words "extension" and "s" to the tokenizer: "s" is in nearly every
-    # sentence and says nothing about the answer.
-    assert question_keys("Why can't my extension's worker, as I'd expect, see it?") == [
-        "extension",
-        "worker",
-        "expect",
-        "see",
     ]

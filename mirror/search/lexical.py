@@ -353,14 +353,14 @@ def closest(stemmed: str, vocabulary: Iterable[tuple[str, int]]) -> str | None:
 # Endings dropped before counting a query word in a chunk, longest first ("caching" and
 # "caches" both count as "cach"): a light stand-in for the index's Porter stemmer, enough to
 # choose among one page's chunks.
-ENDINGS = ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s", "ly")
+_ENDINGS = ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s", "ly")
 
 
 def stem_key(word: str) -> str:
     """A word folded and stripped of common English endings (for counting and marking)."""
     word = word.casefold()
     if len(word) > 4 and word.isascii():
-        for ending in ENDINGS:
+        for ending in _ENDINGS:
             if word.endswith(ending) and len(word) - len(ending) >= 3:
                 return word[: -len(ending)]
     return word

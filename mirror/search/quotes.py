@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .language import content_words
-from .lexical import CJK, ENDINGS, query_terms, stem_key
+from .lexical import CJK, query_terms, stem_key
 from .snippets import BULLET, plain_text
 
 # At most this many consecutive sentences, and this many characters, in one quotation.
@@ -24,8 +24,6 @@ MAX_CHARS = 500
 MIN_CHARS = 160
 # A sentence shorter than this is a label or a fragment ("Note:", "Example"), not prose.
 MIN_SENTENCE = 20
-# A question word shorter than this is matched as a whole word, not as a start (_finder).
-SHORT_KEY = 4
 
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)")
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}(?:[ \t]|$)")
@@ -45,14 +43,6 @@ _ITEM = re.compile(r"^[ \t]*(?:[*+-]|\d+[.)])[ \t]+")
 # (so "e.g. a cache" stays whole), or a CJK full stop, which needs no space after it.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^\sa-z])|(?<=[\u3002\uff01\uff1f])\s*")
 _CJK = re.compile(f"[{CJK}]")
-# An English possessive or contraction's ending ("extension's", "I'm", "don't"): a word of
-# its own to the tokenizer ("s", "t"), found in every other sentence, a sign of no answer.
-# "can't", "won't" go whole (what is left would be "ca", "wo"; "can" and "will" are stop
-# words anyway).
-_CLITIC = re.compile(
-    r"\b(?:ca|wo|sha)n['\u2019]t\b|(?<=\w)(?:n['\u2019]t|['\u2019](?:s|m|re|ve|ll|d))\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,36 +116,17 @@ def _is_prose(sentence: str) -> bool:
 def question_keys(question: str) -> list[str]:
     """The keys a question's words are found by: stem keys of its terms, stop words out,
     CJK words as bigrams (lexical.query_terms, as the chunk scorer counts them)."""
-    return list(_question_words(question))
-
-
-def _question_words(question: str) -> dict[str, bool]:
-    """Each key of question_keys, and whether it came only from short words (SHORT_KEY)."""
     # An other-language question's function words ("con", "un") are no more a sign of the
     # answer than English stop words are: they are in every sentence of its language.
-    terms = query_terms(content_words(_CLITIC.sub("", question)))
-    keys: dict[str, bool] = {}
-    for word in (p for t in terms for p in (t.parts or (t.text,))):
-        key = stem_key(word)
-        keys[key] = keys.get(key, True) and len(word) < SHORT_KEY
-    return keys
+    terms = query_terms(content_words(question))
+    return list(dict.fromkeys(stem_key(p) for t in terms for p in (t.parts or (t.text,))))
 
 
-# The endings stem_key drops: a short word takes one of them and nothing more.
-_SHORT_WORD_ENDINGS = "(?:" + "|".join(ENDINGS) + ")?"
-
-
-def _finder(key: str, short: bool) -> re.Pattern[str]:
-    # A key is a word's start ("cach" finds "caching"), as the index's stemmer would match
-    # it. But a question word shorter than SHORT_KEY is no stem (stem_key leaves it as it
-    # is): mostly a name ("tf", "css", "ad") or a piece ("'s", "I'm"), which as a start
-    # finds other words ("tfrecord", "css-in-js" aside: "address" for "ad", every word in
-    # "s"), so it is found whole, with an ending a stemmer drops ("tabs"). In scripts
-    # written without spaces a bigram may sit anywhere in a run of characters.
+def _finder(key: str) -> re.Pattern[str]:
+    # A key is a word's start ("cach" finds "caching"), except in scripts written without
+    # spaces, where a bigram may sit anywhere in a run of characters.
     if _CJK.search(key):
         return re.compile(re.escape(key))
-    if short:
-        return re.compile(r"(?<!\w)" + re.escape(key) + _SHORT_WORD_ENDINGS + r"(?!\w)")
     return re.compile(r"(?<!\w)" + re.escape(key))
 
 
@@ -177,7 +148,7 @@ def best(
     units = [u for u in units if u]
     if not units:
         return None
-    finders = [_finder(k, short) for k, short in _question_words(question).items()]
+    finders = [_finder(k) for k in question_keys(question)]
     # For each sentence, how often it holds each question key.
     counts = [[[len(f.findall(s.casefold())) for f in finders] for s in unit] for unit in units]
     total = sum(len(u) for u in units)
