@@ -10,8 +10,8 @@ reused. Queries are typed one character at a time: page titles, headings and API
 from the store, and corpus words (which often match only in the full text). Every prefix is
 one keystroke sent to the browser's /typeahead endpoint (Starlette's test client, in this
 process). Server time is what the endpoint's Server-Timing header reports (the lookup, full
-text when the prefixes leave room, JSON); also printed: the round trip through the test client
-and Mirror.typeahead called directly.
+text when the prefixes leave room, JSON); also printed: the round trip through the test client,
+Mirror.typeahead called directly, and the type-ahead index's lookup alone.
 
 Baseline, on the same keystrokes in the same run: raw sqlite3
 `SELECT name, title FROM documents WHERE title LIKE 'prefix%' LIMIT 12`, the least a title-only
@@ -148,6 +148,12 @@ def main() -> None:
             t0 = time.perf_counter()
             mirror.typeahead(prefix, LIMIT)
             service_times.append(time.perf_counter() - t0)
+        # The index lookup alone (what mirror/search/typeahead.py decides), without full text.
+        lookup_times = []
+        for prefix in typed:
+            t0 = time.perf_counter()
+            outline.typeahead.lookup(prefix, LIMIT)
+            lookup_times.append(time.perf_counter() - t0)
         our_times, base_times, shown = [], [], 0
         server_times.clear()  # the warm-up's
         prefix_only, with_text = [], []  # keystrokes the prefixes filled, or full text helped
@@ -181,6 +187,10 @@ def main() -> None:
     print(
         f"  Mirror.typeahead     p50 {ms(median(service_times))}  "
         f"p99 {ms(pct(service_times, 99))}  (no HTTP)"
+    )
+    print(
+        f"  index lookup alone   p50 {ms(median(lookup_times))}  "
+        f"p99 {ms(pct(lookup_times, 99))}  max {ms(max(lookup_times))}  (no full text)"
     )
     print(f"  raw sqlite3 LIKE     p50 {ms(b50)}  p99 {ms(b99)}  (titles only)")
     print(f"  ratio ours/raw       p50 {p50 / b50:.2f}x  p99 {p99 / b99:.2f}x")

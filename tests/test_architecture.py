@@ -54,6 +54,7 @@ OWNED: dict[str, tuple[str, ...]] = {
     # The page renderer and sanitiser, shared by the browser and the exports.
     "nh3": ("mirror.render",),
     "markdown_it": ("mirror.render",),
+    "mdit_py_plugins": ("mirror.render",),
     "pygments": ("mirror.render",),
     # The zim extra (GPL-3.0, optional): one module writes and reads ZIM files.
     "libzim": ("mirror.exports.zim_archive",),

@@ -17,6 +17,7 @@ from mirror.config import Settings
 from mirror.models import Document
 from mirror.records import read_documents, read_sample
 from mirror.render import markdown_html
+from mirror.search import typeahead
 from mirror.search.headings import headings
 from mirror.search.typeahead import Entry, TypeaheadIndex
 from mirror.serve.web.routes import WebOptions, web_routes
@@ -105,6 +106,68 @@ def test_typeahead_ranks_exact_symbols_then_titles_then_headings_then_words() ->
     assert [e.label for e in index.lookup("storage.local")] == ["chrome.storage.local.get"]
     assert [e.label for e in index.lookup("stor", limit=2)] == ["Storage", "Storage quotas"]
     assert index.lookup("  ") == [] and index.lookup("nothing-like-it") == []
+
+
+@pytest.mark.parametrize("step", [1e-9, 1e9], ids=["walked", "checked"])
+def test_typeahead_matches_each_typed_word_as_the_start_of_successive_words(
+    step: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The two ways a lookup of several words goes (walking the completions of the first
+    # word, or checking the labels the rarest later word begins a word of) agree.
+    monkeypatch.setattr(typeahead, "_STEP", step)
+    # "servic wor" is "service worker" half typed: each word a prefix, in order.
+    index = TypeaheadIndex(
+        [
+            Entry("page", "Service workers and the Cache Storage API", "documents/h/cache"),
+            Entry("page", "Service worker lifecycle", "documents/h/lifecycle"),
+            Entry("heading", "The extension service worker", "documents/h/ext", "sw"),
+            Entry("page", "Web services", "documents/h/web"),  # no word after "services"
+            Entry("page", "Serving workers", "documents/h/serving"),  # "serving" is not "servic"
+            Entry("page", "Service lifecycle of workers", "documents/h/order"),  # not successive
+            Entry("page", "Worklets", "documents/h/worklets"),
+            Entry("page", "Services", "documents/h/services"),  # ends before a second word
+            Entry("page", "Word counts", "documents/h/words"),  # "wor" after a label ends
+        ]
+    )
+    assert [e.label for e in index.lookup("servic wor")] == [
+        "Service worker lifecycle",  # labels that start so, in their order
+        "Service workers and the Cache Storage API",
+        "The extension service worker",  # then a later run of words
+    ]
+    assert [e.label for e in index.lookup("  SERVIC   wor  ")] == [
+        e.label for e in index.lookup("servic wor")
+    ]
+    assert [e.label for e in index.lookup("ser wor life")] == ["Service worker lifecycle"]
+    assert [e.label for e in index.lookup("ext ser w")] == ["The extension service worker"]
+    assert [e.label for e in index.lookup("servic wor", limit=1)] == ["Service worker lifecycle"]
+    assert index.lookup("servic lifecycle work") == []
+    assert index.lookup("services word") == []  # never across two labels
+
+
+def test_typeahead_finishes_a_long_walk_by_checking_labels_in_the_same_order() -> None:
+    # "s w": every label's first word is another completion of "s", so the walk runs out of
+    # budget part-way; the checks then give the rest, in order, none twice.
+    labels = [f"s{chr(97 + i)}{chr(97 + j)} w{i}{j}" for i in range(20) for j in range(5)]
+    labels += [f"x s{i} w" for i in range(10)]  # later words
+    index = TypeaheadIndex(
+        Entry("page", label, f"documents/h/{n}") for n, label in enumerate(labels)
+    )
+    found = [e.label for e in index.lookup("s w", limit=200)]
+    assert found == sorted(labels[:100]) + sorted(labels[100:])
+
+
+def test_typeahead_endpoint_offers_labels_for_half_typed_words(client: TestClient) -> None:
+    results = client.get("/typeahead", params={"q": "servic wor"}).json()["results"]
+    labels = [r for r in results if r["kind"] != "text"]
+    # Titles and headings come first, before any page that only has the words somewhere.
+    assert [r["label"] for r in labels[:2]] == [
+        "Migrate to a service worker",
+        "Migrate to a service worker",
+    ]
+    assert [r["kind"] for r in labels[:2]] == ["page", "heading"]
+    assert results[: len(labels)] == labels and len(labels) >= 5
+    for r in labels:
+        assert re.search(r"\bservic\w*\W+wor", r["label"], re.IGNORECASE), r["label"]
 
 
 def test_document_page_shows_the_tree_open_to_it_its_contents_and_neighbours(

@@ -15,6 +15,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
+from mdit_py_plugins.deflist import deflist_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
@@ -238,6 +239,9 @@ def _parser() -> MarkdownIt:
     # html=True: the corpus has real tables and links in raw HTML; the sanitiser, not the
     # Markdown parser, decides what of it is safe to keep.
     md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight}).enable("table")
+    # Pages use definition lists (a term, then `: definition` on the next line; 160 on 25
+    # pages of the corpus): without this each pair runs together as one paragraph.
+    md.use(deflist_plugin)
     md.core.ruler.push("heading_ids", _heading_ids)
     return md
 

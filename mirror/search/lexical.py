@@ -12,6 +12,10 @@ done here, the same way for both sides:
 - CJK text (Chinese, Japanese, Korean) has no spaces, so a sentence would be one token; its
   runs go to the side column as overlapping bigrams, and a CJK query becomes a phrase of the
   same bigrams.
+- The analyzers drop `@`, so `@scope` (a CSS at-rule; also `@media`, `@container`) was the
+  word "scope" of any page. On SQLite each `@name` written in a page also goes to the side
+  column as one marker word (`at_markers`), and a query word written `@name` requires it
+  (Term.at), so pages naming the at-rule come first; pages with only the word follow.
 
 A query comes out as Terms: their words and bigram phrases (SQLite builds tantivy query
 objects from them), and match strings in FTS5's syntax, each term a quoted string literal
@@ -78,6 +82,16 @@ _CLASSES = bytes(
     for c in range(256)
 )  # fmt: skip
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# `@name` written in a page, not inside a word or an address (`user@example.com`): a CSS
+# at-rule (`@font-face`), a decorator (`@tf.function` gives `tf`), a package scope.
+_AT_NAME = re.compile(r"(?<![\w@.])@([A-Za-z][A-Za-z0-9-]*)")
+# A query word that is one `@name` (quotes or brackets around it are dropped).
+_AT_QUERY = re.compile(r"@([A-Za-z][A-Za-z0-9-]*)")
+_AT_WRAPPING = "`'\"()[]{},;:!?."
+# The side column's word for `@name`: this prefix and the name's letters and digits, one
+# token for every analyzer (which would split `font-face` and drop the `@`). The side column
+# holds only camelCase parts and CJK bigrams besides, none of which starts so.
+AT_PREFIX = "zzat"
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -108,6 +122,22 @@ def _joined_parts(word: str) -> str:
 def camel_parts(word: str) -> list[str]:
     """The parts of a camelCase identifier, lower-cased (`getUserMedia` -> get, user, media)."""
     return [p.lower() for p in _CAMEL_PART.findall(word)]
+
+
+def at_marker(name: str) -> str:
+    """The side column's one word for `@name` (`font-face` -> `zzatfontface`)."""
+    return AT_PREFIX + "".join(c for c in name.lower() if c.isalnum())
+
+
+def at_markers(*texts: str | None) -> str:
+    """A marker word for every `@name` written in the texts, once per occurrence (how often
+    a page writes `@scope` is what ranks the page about it first); empty for most pages."""
+    return " ".join(
+        at_marker(name.rstrip("-"))
+        for text in texts
+        if text and "@" in text
+        for name in _AT_NAME.findall(text)
+    )
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -156,6 +186,9 @@ class Term:
     # bigrams that start with it).
     plain: tuple[str, ...] = ()
     grams: tuple[tuple[str, ...], ...] = ()
+    # Written `@name` (an at-rule): its side-column marker, which the page must hold too
+    # where the index has one (SQLite); else "". Its words alone are its fallback (`parts`).
+    at: str = ""
 
 
 def _is_word_char(char: str) -> bool:
@@ -178,8 +211,9 @@ def _words(token: str) -> list[str]:
     return words
 
 
-def _term(words: list[str]) -> Term:
-    """A Term from the words of one whitespace-separated token of the query."""
+def _term(words: list[str], at: str = "") -> Term:
+    """A Term from the words of one whitespace-separated token of the query (`at`: the
+    marker of the `@name` it is, if it is one)."""
     text = " ".join(words)
     pieces: list[str] = []  # FTS5 strings and prefix queries, ANDed
     parts: list[str] = []
@@ -202,7 +236,7 @@ def _term(words: list[str]) -> Term:
         pieces.insert(0, _quote(" ".join(plain)))
     expr = pieces[0] if len(pieces) == 1 else "(" + " AND ".join(pieces) + ")"
     return Term(
-        text, expr, tuple(dict.fromkeys(p for p in parts if p)), tuple(plain), tuple(phrases)
+        text, expr, tuple(dict.fromkeys(p for p in parts if p)), tuple(plain), tuple(phrases), at
     )
 
 
@@ -211,15 +245,18 @@ def query_terms(query: str) -> list[Term]:
     `chrome.runtime.onMessage`) kept together as one phrase, Korean and Japanese words as
     mirror.search.cjk_words cuts them; deduplicated, stopwords dropped if others remain."""
     text = unicodedata.normalize("NFC", query[:MAX_QUERY_CHARS])
-    seen: dict[str, list[str]] = {}
+    seen: dict[str, tuple[list[str], str]] = {}
     for token in text.split():
         for piece in cjk_words.query_words(token):
             words = [w[:MAX_TERM_CHARS] for w in _words(piece)]
+            at = _AT_QUERY.fullmatch(piece.strip(_AT_WRAPPING))
+            marker = at_marker(at.group(1).rstrip("-")) if at else ""
             if words:
-                seen.setdefault(" ".join(words).casefold(), words)
+                key = " ".join(words).casefold()
+                seen.setdefault("@" + key if marker else key, (words, marker))
     terms = list(seen.items())
-    content = [w for key, w in terms if key not in STOPWORDS]
-    return [_term(words) for words in (content or [w for _, w in terms])[:MAX_TERMS]]
+    content = [t for key, t in terms if key not in STOPWORDS]
+    return [_term(words, at) for words, at in (content or [t for _, t in terms])[:MAX_TERMS]]
 
 
 def names_code(query: str) -> bool:

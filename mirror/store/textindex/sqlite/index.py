@@ -76,8 +76,8 @@ from .shards import (
 log = logging.getLogger("mirror.store")
 
 # Bump when the fields, the analyzer or the sharding change: an index of another version is
-# rebuilt (2: split in index_shards.SHARDS shards).
-VERSION = 2
+# rebuilt (2: split in index_shards.SHARDS shards; 3: `@name` markers in the side column).
+VERSION = 3
 # Memory for tantivy's indexing buffers, split between the shards' threads (at least 15 MB
 # each): larger buffers write fewer, larger segments; this keeps an import's peak RSS bounded.
 WRITER_HEAP = 32 << 20

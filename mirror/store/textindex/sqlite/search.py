@@ -138,6 +138,9 @@ class _Builder:
         if tokens:
             pieces.append(self.anywhere(tokens))
         pieces.extend(q for g in term.grams if (q := self.gram(g)) is not None)
+        if term.at and pieces:
+            # `@scope`: the page writes it so, not only the word (side-column marker).
+            pieces.extend(self.field("side", [m]) for m in self.index.analyze(term.at)[:1])
         if not pieces:
             return None
         if len(pieces) == 1:
@@ -201,7 +204,8 @@ class _Builder:
     def any_of(self, terms: Sequence[lexical.Term]) -> Any:
         """Pages with any term, or any part of one (a word of an identifier)."""
         queries = [q for t in terms if (q := self.term(t)) is not None]
-        parts = dict.fromkeys(p for t in terms if len(t.parts) > 1 for p in t.parts)
+        # An `@name` term's words alone too: pages with the word, after those naming it.
+        parts = dict.fromkeys(p for t in terms if len(t.parts) > 1 or t.at for p in t.parts)
         queries += [q for p in parts if (q := self.word(p)) is not None]
         if not queries:
             return None
