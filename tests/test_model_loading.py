@@ -219,15 +219,16 @@ def _served(mirror: Mirror) -> None:
 
 
 def _searches_in(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The threads' names that run a search from now on, in order."""
+    """The threads' names that run a search to its end from now on, in order."""
     from mirror.service import search
 
     names: list[str] = []
     real = search.search
 
     def spy(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
         names.append(threading.current_thread().name)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        return result
 
     monkeypatch.setattr(search, "search", spy)
     return names
