@@ -11,11 +11,11 @@ the first call --pause seconds later. Also timed: spawn to initialized, and spaw
 result (at once only: the pause would be counted in the other). The baseline, measured in the
 same run on the same servers, is the later calls: the ratio first / later at p50 is what a
 user notices (target 1.0x). With --lexical, the same on a copy of the store without vectors
-(DK_MIRROR_SEMANTIC=off). With --compare DIR, every case also runs the checkout in DIR (e.g.
+(DK_MIRROR_SEMANTIC=off). With --compare DIR..., every case also runs the checkout in each DIR (e.g.
 `git archive main | tar -x -C DIR`), spawns interleaved with ours: a before/after in one run.
 
 Usage: python -m bench.bench_first_search [--spawns N] [--later K] [--pause S] [--lexical]
-       [--compare DIR] [--stores DIR] [--corpus DIR]
+       [--compare DIR...] [--stores DIR] [--corpus DIR]
 """
 
 from __future__ import annotations
@@ -98,7 +98,9 @@ def main() -> None:
     parser.add_argument(
         "--lexical", action="store_true", help="also a store without vectors (semantic off)"
     )
-    parser.add_argument("--compare", metavar="DIR", help="also run the checkout in DIR")
+    parser.add_argument(
+        "--compare", metavar="DIR", nargs="+", default=[], help="also run the checkout(s) in DIR"
+    )
     parser.add_argument(
         "--stores", metavar="DIR", help="keep the corpora stores in DIR, and reuse them there"
     )
@@ -121,8 +123,8 @@ def main() -> None:
         stores = prepare_stores(kept, env, corpora=True, corpus=args.corpus)
         roles = ["hybrid", "lexical"] if args.lexical else ["hybrid"]
         checkouts: dict[str, Path | None] = {"": None}
-        if args.compare:
-            checkouts[f" [{Path(args.compare).name}]"] = Path(args.compare)
+        for other in args.compare:
+            checkouts[f" [{Path(other).name}]"] = Path(other)
         cases = {}
         for suffix, checkout in checkouts.items():
             command, extra = server_command(checkout)
