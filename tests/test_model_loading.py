@@ -303,3 +303,46 @@ def test_a_server_closed_as_it_starts_waits_for_its_warm_up(
     release.set()
     closing.join(timeout=60)
     assert not closing.is_alive() and mirror._warming is None
+
+
+@needs_model
+def test_a_search_during_another_s_matrix_read_waits_for_it_instead_of_reading_again(
+    embedded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's first request, arriving while its warm-up's search reads the vectors."""
+    reading, release, again = threading.Event(), threading.Event(), threading.Event()
+    rows = Store.vector_rows
+    reads: list[str] = []
+
+    def slow_rows(self: Store, key: str) -> object:
+        reads.append(threading.current_thread().name)
+        if len(reads) == 1:
+            reading.set()
+            release.wait(timeout=60)
+        else:
+            again.set()
+        return rows(self, key)
+
+    monkeypatch.setattr(Store, "vector_rows", slow_rows)
+    store = Store.open(embedded)
+    try:
+        found: dict[str, object] = {}
+
+        def search(name: str) -> None:
+            found[name] = semantic.dense(store, QUESTION, limit=5)
+
+        warm = threading.Thread(target=search, args=("warm",), name="warm")
+        warm.start()
+        assert reading.wait(timeout=60)
+        first = threading.Thread(target=search, args=("first",), name="first")
+        first.start()
+        # A second read would start at once; waiting for the first, it never starts.
+        assert not again.wait(timeout=0.5), reads
+        release.set()
+        for thread in (warm, first):
+            thread.join(timeout=120)
+        assert reads == ["warm"]
+        assert found["first"] == found["warm"] and found["first"]
+    finally:
+        release.set()
+        store.close()
