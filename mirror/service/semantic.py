@@ -211,9 +211,11 @@ def embed(
 ) -> int:
     """Embed the documents `todo`, EMBED_BATCH per write transaction (Ctrl-C or a crash loses
     at most one batch's work); returns how many had content to embed."""
-    from ..semantic import model
-    from ..semantic.matrix import quantize
+    from ..semantic import FIRST_IMPORTS, model
     from ..semantic.text import document_text
+
+    with FIRST_IMPORTS:  # numpy, maybe while a server's model load imports it
+        from ..semantic.matrix import quantize
 
     embedder = model.loaded()
     done = 0
@@ -335,7 +337,10 @@ def dense(
         with _reading_lock:
             matrix = _matrix(store, state.generation)  # read meanwhile by another search
             if matrix is None:
-                from ..semantic.matrix import Matrix
+                from ..semantic import FIRST_IMPORTS
+
+                with FIRST_IMPORTS:  # numpy, maybe while the model's load imports it
+                    from ..semantic.matrix import Matrix
 
                 current, names, blobs, scales = store.vector_rows(info.key)
                 if current is None or current.model != info.key:
