@@ -245,8 +245,10 @@ class Mirror:
             ctx.upstream()
         from . import warmup
 
-        # The model loads and a first search runs now, in the background, not on a query.
-        self._warming = warmup.for_serving(ctx)
+        # The model loads and a first search runs now, in the background, not on a query
+        # (once: an app built twice on one Mirror, as tests do, needs one warm-up).
+        if self._warming is None:
+            self._warming = warmup.for_serving(ctx)
 
     def store_generation(self) -> int | None:
         """A number that changes whenever anyone commits to the store (an answer cache's key);
