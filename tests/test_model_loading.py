@@ -346,3 +346,18 @@ def test_a_search_during_another_s_matrix_read_waits_for_it_instead_of_reading_a
     finally:
         release.set()
         store.close()
+
+
+@pytest.mark.both_backends
+def test_a_server_s_warm_up_searches_its_store_on_either_backend(
+    db_url: str, fresh: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store.open(db_url)
+    try:
+        store.put(list(read_sample()), fetched_at=1.0, upstream="sample")
+    finally:
+        store.close()
+    searches = _searches_in(monkeypatch)
+    with Mirror(Settings(db_url=db_url, offline=True, semantic=False)) as mirror:
+        _served(mirror)
+    assert searches == ["warm-search"]
