@@ -193,3 +193,171 @@ def test_numpy_loads_openblas_without_its_thread_pool_unless_the_user_says() -> 
             [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
         )
         assert run.stdout.strip() == expected, run.stderr
+
+
+# -- a server's warm-up: its first search as ready as its later ones ----------------------------
+
+
+def _dump(url: str) -> list[str]:
+    """Every row of every table of an SQLite store, as SQL (what a trace would change)."""
+    import sqlite3
+
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def _served(mirror: Mirror) -> None:
+    """What `dk-mirror serve` does before its first request, and its warm-up finished."""
+    mirror.prepare(online=False, concurrency=4)
+    warming = mirror._warming
+    assert warming is not None
+    warming.join(timeout=120)
+    assert not warming.is_alive()
+
+
+def _searches_in(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The threads' names that run a search to its end from now on, in order."""
+    from mirror.service import search
+
+    names: list[str] = []
+    real = search.search
+
+    def spy(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        names.append(threading.current_thread().name)
+        return result
+
+    monkeypatch.setattr(search, "search", spy)
+    return names
+
+
+@needs_model
+def test_a_server_s_first_search_loads_and_reads_nothing_its_warm_up_did_not(
+    embedded: str, fresh: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = _dump(embedded)
+    searches = _searches_in(monkeypatch)
+    with (
+        caplog.at_level("DEBUG", logger="mirror"),
+        Mirror(Settings(db_url=embedded, offline=True), reader=True) as mirror,
+    ):
+        _served(mirror)
+        assert searches == ["warm-search"]  # one search, off the thread that starts the server
+        assert model.loaded().ready
+        loads, reads = [], []
+        monkeypatch.setattr(model.Embedder, "_load", lambda self: loads.append(self))
+        rows = Store.vector_rows
+        monkeypatch.setattr(
+            Store, "vector_rows", lambda self, key: reads.append(key) or rows(self, key)
+        )
+        first = _ranked(mirror, QUESTION)
+        assert first and loads == [] and reads == []  # the model and the matrix were ready
+        assert _ranked(mirror, QUESTION) == first
+    assert not [r for r in caplog.records if r.name.startswith("mirror")], caplog.text
+    assert _dump(embedded) == before  # no recording, history or counter of the warm-up
+
+
+@pytest.mark.parametrize("vectors", [False, True], ids=["no vectors", "semantic off"])
+def test_a_server_without_the_dense_tier_warms_its_words_and_loads_no_model(
+    tmp_path: Path, fresh: None, monkeypatch: pytest.MonkeyPatch, vectors: bool
+) -> None:
+    if vectors and not model.status().available:
+        pytest.skip("the semantic extra is not installed")
+    url = _sample_store(tmp_path, vectors=vectors)
+    monkeypatch.setattr(model, "_shared", None)  # the one that embedded the store
+    before = _dump(url)
+    searches = _searches_in(monkeypatch)
+    with Mirror(Settings(db_url=url, offline=True, semantic=False), reader=True) as mirror:
+        _served(mirror)
+        assert searches == ["warm-search"]
+        assert mirror.search_documents(QUESTION, mode=OFFLINE).page.results
+    assert model._shared is None  # DK_MIRROR_SEMANTIC=off, or nothing to rank: never loaded
+    assert _dump(url) == before
+
+
+def test_a_server_closed_as_it_starts_waits_for_its_warm_up(
+    tmp_path: Path, fresh: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mirror.service import search
+
+    started, release = threading.Event(), threading.Event()
+    real = search.search
+
+    def slow(*args: object, **kwargs: object) -> object:
+        started.set()
+        release.wait(timeout=60)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search, "search", slow)
+    url = _sample_store(tmp_path, vectors=False)
+    mirror = Mirror(Settings(db_url=url, offline=True, semantic=False))
+    mirror.prepare(online=False)
+    assert started.wait(timeout=60)
+    closing = threading.Thread(target=mirror.close)
+    closing.start()
+    closing.join(timeout=0.2)
+    assert closing.is_alive()  # the store stays open under the warm-up's search
+    release.set()
+    closing.join(timeout=60)
+    assert not closing.is_alive() and mirror._warming is None
+
+
+@needs_model
+def test_a_search_during_another_s_matrix_read_waits_for_it_instead_of_reading_again(
+    embedded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's first request, arriving while its warm-up's search reads the vectors."""
+    reading, release, again = threading.Event(), threading.Event(), threading.Event()
+    rows = Store.vector_rows
+    reads: list[str] = []
+
+    def slow_rows(self: Store, key: str) -> object:
+        reads.append(threading.current_thread().name)
+        if len(reads) == 1:
+            reading.set()
+            release.wait(timeout=60)
+        else:
+            again.set()
+        return rows(self, key)
+
+    monkeypatch.setattr(Store, "vector_rows", slow_rows)
+    store = Store.open(embedded)
+    try:
+        found: dict[str, object] = {}
+
+        def search(name: str) -> None:
+            found[name] = semantic.dense(store, QUESTION, limit=5)
+
+        warm = threading.Thread(target=search, args=("warm",), name="warm")
+        warm.start()
+        assert reading.wait(timeout=60)
+        first = threading.Thread(target=search, args=("first",), name="first")
+        first.start()
+        # A second read would start at once; waiting for the first, it never starts.
+        assert not again.wait(timeout=0.5), reads
+        release.set()
+        for thread in (warm, first):
+            thread.join(timeout=120)
+        assert reads == ["warm"]
+        assert found["first"] == found["warm"] and found["first"]
+    finally:
+        release.set()
+        store.close()
+
+
+@pytest.mark.both_backends
+def test_a_server_s_warm_up_searches_its_store_on_either_backend(
+    db_url: str, fresh: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store.open(db_url)
+    try:
+        store.put(list(read_sample()), fetched_at=1.0, upstream="sample")
+    finally:
+        store.close()
+    searches = _searches_in(monkeypatch)
+    with Mirror(Settings(db_url=db_url, offline=True, semantic=False)) as mirror:
+        _served(mirror)
+    assert searches == ["warm-search"]

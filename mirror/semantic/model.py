@@ -204,10 +204,11 @@ class Embedder:
         return Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
 
     def _load(self) -> None:
-        import onnxruntime
-        from tokenizers import BertWordPieceTokenizer
+        from . import FIRST_IMPORTS, cache
 
-        from . import cache
+        with FIRST_IMPORTS:  # onnxruntime imports numpy
+            import onnxruntime
+            from tokenizers import BertWordPieceTokenizer
 
         original = self._original()
         tokenizer = BertWordPieceTokenizer(str(Path(__file__).with_name("vocab.txt")))
@@ -285,9 +286,9 @@ class Embedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, L2-normalised, float32 (n x DIMENSIONS)."""
-        import numpy as np
-
         self._ensure_loaded()
+        import numpy as np  # after the load: onnxruntime imported it whole (FIRST_IMPORTS)
+
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), BATCH):

@@ -33,6 +33,8 @@ from .documents import (
 from .imports import ImportFileReport
 
 if TYPE_CHECKING:
+    import threading
+
     from ..changes.events import ChangeEvent, ChangeFilter
     from ..exports.run import ExportReport
     from ..models import Version
@@ -117,6 +119,7 @@ class Mirror:
         self._context: Context | None = None
         self._outline: OutlineCache | None = None
         self._embedding: Embedding | None = None
+        self._warming: threading.Thread | None = None  # a server's warm-up search (prepare)
 
     def __enter__(self) -> Mirror:
         return self
@@ -126,6 +129,10 @@ class Mirror:
 
     def close(self) -> None:
         """Release the upstream connections and the store."""
+        if self._warming is not None:
+            # A server stopped as it starts: its warm-up search is still reading the store.
+            self._warming.join()
+            self._warming = None
         if self._upstream is not None:
             self._upstream.close()
             self._upstream = None
@@ -238,7 +245,10 @@ class Mirror:
             ctx.upstream()
         from . import warmup
 
-        warmup.for_serving(ctx)  # the model loads now, in the background, not on a query
+        # The model loads and a first search runs now, in the background, not on a query
+        # (once: an app built twice on one Mirror, as tests do, needs one warm-up).
+        if self._warming is None:
+            self._warming = warmup.for_serving(ctx)
 
     def store_generation(self) -> int | None:
         """A number that changes whenever anyone commits to the store (an answer cache's key);

@@ -46,6 +46,10 @@ SWITCH_HINT = "DK_MIRROR_SEMANTIC=off turns it off"
 # Each store's vectors in memory, reloaded when their generation changes.
 _matrices: weakref.WeakKeyDictionary[StoreAccess, Matrix] = weakref.WeakKeyDictionary()
 _matrices_lock = threading.Lock()
+# Held while a matrix is read from a store: a search that needs the one being read (a server's
+# first request, during its warm-up's search: service/warmup.py) waits for it instead of
+# reading it again beside it. Never taken under `_matrices_lock`.
+_reading_lock = threading.Lock()
 # The model's packages are base dependencies: missing, the install is broken or --no-deps.
 REINSTALL_HINT = (
     "reinstall dk-mirror with its dependencies: pip install --force-reinstall dk-mirror"
@@ -207,9 +211,11 @@ def embed(
 ) -> int:
     """Embed the documents `todo`, EMBED_BATCH per write transaction (Ctrl-C or a crash loses
     at most one batch's work); returns how many had content to embed."""
-    from ..semantic import model
-    from ..semantic.matrix import quantize
+    from ..semantic import FIRST_IMPORTS, model
     from ..semantic.text import document_text
+
+    with FIRST_IMPORTS:  # numpy, maybe while a server's model load imports it
+        from ..semantic.matrix import quantize
 
     embedder = model.loaded()
     done = 0
@@ -306,6 +312,13 @@ def refresh(store: StoreAccess, names: Sequence[str], embedding: Embedding | Non
     return done
 
 
+def _matrix(store: StoreAccess, generation: int) -> Matrix | None:
+    """The vectors of `store` in memory, when they are those of `generation`."""
+    with _matrices_lock:
+        matrix = _matrices.get(store)
+    return matrix if matrix is not None and matrix.generation == generation else None
+
+
 def dense(
     store: StoreAccess, query: str, *, limit: int, where: Node | None = None
 ) -> list[tuple[str, float]] | None:
@@ -319,17 +332,22 @@ def dense(
     info = model.loaded().info  # looked up once per process: a package lookup costs ~8 ms
     if not info.available or state.model != info.key:
         return None
-    with _matrices_lock:
-        matrix = _matrices.get(store)
-    if matrix is None or matrix.generation != state.generation:
-        from ..semantic.matrix import Matrix
+    matrix = _matrix(store, state.generation)
+    if matrix is None:
+        with _reading_lock:
+            matrix = _matrix(store, state.generation)  # read meanwhile by another search
+            if matrix is None:
+                from ..semantic import FIRST_IMPORTS
 
-        current, names, blobs, scales = store.vector_rows(info.key)
-        if current is None or current.model != info.key:
-            return None  # dropped or rebuilt for another model meanwhile
-        matrix = Matrix(current.generation, names, blobs, scales)
-        with _matrices_lock:
-            _matrices[store] = matrix
+                with FIRST_IMPORTS:  # numpy, maybe while the model's load imports it
+                    from ..semantic.matrix import Matrix
+
+                current, names, blobs, scales = store.vector_rows(info.key)
+                if current is None or current.model != info.key:
+                    return None  # dropped or rebuilt for another model meanwhile
+                matrix = Matrix(current.generation, names, blobs, scales)
+                with _matrices_lock:
+                    _matrices[store] = matrix
     vector = model.loaded().embed_query(query)
     ranked = matrix.top(vector, limit if where is None else max(limit * 4, 200))
     if where is None or not ranked:
