@@ -15,7 +15,7 @@ user notices (target 1.0x). With --lexical, the same on a copy of the store with
 `git archive main | tar -x -C DIR`), spawns interleaved with ours: a before/after in one run.
 
 Usage: python -m bench.bench_first_search [--spawns N] [--later K] [--pause S] [--lexical]
-       [--compare DIR...] [--stores DIR] [--corpus DIR]
+       [--compare DIR...] [--stores DIR] [--corpus DIR] [--docs N]
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import TextIO
 
 import anyio
 
-from bench.bench_cold_get import prepare_stores
-from bench.common import add_corpus_option, median, ms
+from bench.bench_cold_get import CORPUS_FILES, prepare_stores
+from bench.common import add_corpus_option, corpus_file, first_records, median, ms
 
 # Questions as agents ask them (prose: the hybrid ranking embeds every one). The first call of
 # spawn i asks QUESTIONS[i % len], the later ones the questions after it, so each server sees
@@ -104,6 +104,9 @@ def main() -> None:
     parser.add_argument(
         "--stores", metavar="DIR", help="keep the corpora stores in DIR, and reuse them there"
     )
+    parser.add_argument(
+        "--docs", type=int, help="the first N records of each file only (a smoke run)"
+    )
     add_corpus_option(parser)
     args = parser.parse_args()
     if not 0 < args.later < len(QUESTIONS):
@@ -120,7 +123,13 @@ def main() -> None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         kept = Path(args.stores) if args.stores else Path(tmp)
         kept.mkdir(parents=True, exist_ok=True)
-        stores = prepare_stores(kept, env, corpora=True, corpus=args.corpus)
+        corpus = args.corpus
+        if args.docs:
+            corpus = str(Path(tmp) / "corpus")
+            Path(corpus).mkdir()
+            for name in CORPUS_FILES:
+                first_records(corpus_file(name, args.corpus), args.docs, Path(corpus))
+        stores = prepare_stores(kept, env, corpora=True, corpus=corpus)
         roles = ["hybrid", "lexical"] if args.lexical else ["hybrid"]
         checkouts: dict[str, Path | None] = {"": None}
         for other in args.compare:

@@ -18,8 +18,6 @@ its vector. --docs N imports the first N records of each file only (a smoke run)
 from __future__ import annotations
 
 import argparse
-import gzip
-import itertools
 import os
 import re
 import statistics
@@ -29,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import ROOT, add_corpus_option, corpus_file
+from bench.common import ROOT, add_corpus_option, corpus_file, first_records
 from bench.pg_scratch import add_pg_option
 
 FILES = ("developer.chrome.com-en.jsonl.gz", "developer.chrome.com-intl.jsonl.gz",
@@ -82,15 +80,6 @@ def one_run(way: str, files: list[Path], db: str) -> tuple[float, float, int, in
     return (wall, embedding, *_pending(db))
 
 
-def _first(path: Path, count: int, folder: Path) -> Path:
-    """The first `count` records of `path`, as a file of their own in `folder`."""
-    out = folder / path.name
-    with gzip.open(path, "rt", encoding="utf-8") as lines, gzip.open(out, "wt") as kept:
-        for line in itertools.islice(lines, count):
-            kept.write(line)
-    return out
-
-
 def main() -> None:
     """Run the three ways and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -103,7 +92,7 @@ def main() -> None:
     rows: list[tuple[str, list[tuple[float, float, int, int]]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         if args.docs:
-            files = [_first(path, args.docs, Path(tmp)) for path in files]
+            files = [first_records(path, args.docs, Path(tmp)) for path in files]
         ways = ["words only", "on", "index update"]
         runs: dict[str, list[tuple[float, float, int, int]]] = {w: [] for w in ways}
         for turn in range(args.repeat):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import gzip
+import itertools
 import os
 import statistics
 import time
@@ -42,6 +44,16 @@ def corpus_file(name: str, directory: str | Path | None = None) -> Path:
             f"its folder with --corpus DIR or {CORPUS_ENV}=DIR. The tests need none of it."
         )
     return path
+
+
+def first_records(path: Path, count: int, folder: Path) -> Path:
+    """The first `count` records of the corpus file `path`, as a file of the same name in
+    `folder` (a smoke run's corpus)."""
+    out = folder / path.name
+    with gzip.open(path, "rt", encoding="utf-8") as lines, gzip.open(out, "wt") as kept:
+        for line in itertools.islice(lines, count):
+            kept.write(line)
+    return out
 
 
 def english_corpus(directory: str | Path | None = None) -> Path:

@@ -40,14 +40,6 @@ UNDER_TEST_BIN = os.path.dirname(sys.executable)
 _MODELS: Path | None = None
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked `slow` (each starts processes: seconds to a minute) first, the rest
-    after, each group in its own order. xdist deals the first tests out round robin and
-    then feeds whichever worker is free: long tests started last kept one worker busy for a
-    minute after the others had finished."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def shared_model_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     global _MODELS

@@ -45,7 +45,10 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         RATIO,
     ),
     "bench_export": (["--docs", "30", "--formats", "md", "zim"], RATIO),
-    "bench_first_search": (["--spawns", "1", "--later", "1", "--pause", "0.1"], RATIO),
+    "bench_first_search": (
+        ["--spawns", "1", "--later", "1", "--pause", "0.1", "--docs", "40"],
+        RATIO,
+    ),
     "bench_get": (["--rounds", "50"], RATIO),
     "bench_hybrid_scale": (["--docs", "60", "--queries", "3", "--cache", "{tmp}"], RATIO),
     "bench_import": (["--repeat", "1"], RATIO),

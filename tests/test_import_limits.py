@@ -179,15 +179,15 @@ def _varied_pages(path: Path, count: int) -> None:
 
 
 @pytest.mark.slow
-# It measures memory, not time: two imports of 24,000 pages took over 120 s (the suite's
-# per-test limit) with the machine 12 times oversubscribed (load 25 on 2 cores).
+# It measures memory, not time: two imports of 24,000 pages (20,000 now) took over 120 s
+# (the suite's per-test limit) with the machine 12 times oversubscribed (load 25 on 2 cores).
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(sys.platform != "linux", reason="RssAnon is read from /proc")
 def test_import_native_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
     """Tantivy indexes outside Python's heap (tracemalloc cannot see it): what it holds since
     its last commit, and what glibc keeps of what it freed, grew about 2.5 KB a page before
     the index was committed every 2,000 pages and malloc trimmed after each commit."""
-    sizes = (6_000, 18_000)
+    sizes = (4_000, 16_000)
     peaks, cached = [], []
     for count in sizes:
         path, db = tmp_path / f"{count}.jsonl.gz", tmp_path / f"{count}.db"
