@@ -32,6 +32,7 @@ import anyio
 
 from bench.bench_cold_get import CORPUS_FILES, prepare_stores
 from bench.common import add_corpus_option, corpus_file, first_records, median, ms
+from mirror.config import ENV_MODEL_CACHE
 
 # Questions as agents ask them (prose: the hybrid ranking embeds every one). The first call of
 # spawn i asks QUESTIONS[i % len], the later ones the questions after it, so each server sees
@@ -115,7 +116,7 @@ def main() -> None:
         env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("DK_MIRROR", "DEVELOPER_")) or k == "DK_MIRROR_MODEL_CACHE"
+            if not k.startswith(("DK_MIRROR", "DEVELOPER_")) or k == ENV_MODEL_CACHE
         }
         env["DK_MIRROR_HOME"] = str(Path(tmp) / "home")
         # An installed dk-mirror runs from bytecode: without .pyc files this would time the

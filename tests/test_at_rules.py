@@ -8,24 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from mirror.models import Document
 from mirror.search import lexical
 from mirror.store.store import Store
-
-
-def _doc(path: str, title: str, content: str) -> Document:
-    return Document(
-        name=f"documents/developer.chrome.com/{path}",
-        uri=f"https://developer.chrome.com/{path}",
-        title=title,
-        content=content,
-        data_source="developer.chrome.com",
-    )
-
+from tests.pages import page
 
 # Abridged from the corpus: the at-rule's own article, a release note that names it once, and
 # pages that say "scope" (of a service worker, of a C++ graph) often and never `@scope`.
-AT_SCOPE = _doc(
+AT_SCOPE = page(
     "articles/at-scope",
     "Limit the reach of your selectors with the CSS `@scope` at-rule",
     "# Limit the reach of your selectors with the CSS `@scope` at-rule\n\n"
@@ -35,20 +24,20 @@ AT_SCOPE = _doc(
     "scoping limit sets where the scope ends:\n\n```css\n@scope (.card) to (.content) {\n"
     "  img { border: 1px solid black; }\n}\n```\n",
 )
-RELEASE = _doc(
+RELEASE = page(
     "blog/new-in-chrome-118",
     "New in Chrome 118",
     "# New in Chrome 118\n\n* Specify scoped styles in your CSS with the `@scope` rule.\n"
     "* Remove the scrollbars with `scrollbar-width`.\n* The Web Serial API ships.\n",
 )
-WORKER = _doc(
+WORKER = page(
     "docs/extensions/mv3/service_workers/scope",
     "Service worker scope",
     "# Service worker scope\n\nThe scope of a service worker is the path it controls. A "
     "narrower scope limits which pages it controls; the default scope is the folder of the "
     "script. Change the scope when you register the worker.\n",
 )
-GRAPH = _doc(
+GRAPH = page(
     "docs/cpp/scope",
     "C++ Scope",
     "# C++ Scope\n\nThe Scope class has value semantics: a Scope object can be copied. The "

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from mirror.config import Settings
-from mirror.models import Document
 from mirror.policy import Mode
 from mirror.search.blank_pages import blank, sunk
 from mirror.service import Mirror
 from mirror.store.store import Store
+from tests.pages import page
 
 SITE = "developer.chrome.com"
 LANDING = f"documents/{SITE}/docs/privacy-sandbox"
@@ -57,26 +57,16 @@ def test_a_deeper_ranking_starts_with_the_shallower_one() -> None:
         assert sunk(full[: n + 10], is_blank, places=10)[:n] == deepest[:n]
 
 
-def _page(path: str, title: str, content: str) -> Document:
-    return Document(
-        name=f"documents/{SITE}/{path}",
-        uri=f"https://{SITE}/{path}",
-        title=title,
-        content=content,
-        data_source=SITE,
-    )
-
-
 @pytest.fixture
 def mirror(tmp_path: Path) -> Iterator[Mirror]:
     # Two landing pages are the title alone, as upstream serves section landings; 14 pages
     # about the sandbox say less about it in their titles.
     pages = [
-        _page("docs/privacy-sandbox", "The Privacy Sandbox", "# The Privacy Sandbox\n\n"),
-        _page("es/docs/privacy-sandbox", "Privacy Sandbox", "# Privacy Sandbox\n\n"),
+        page("docs/privacy-sandbox", "The Privacy Sandbox", "# The Privacy Sandbox\n\n"),
+        page("es/docs/privacy-sandbox", "Privacy Sandbox", "# Privacy Sandbox\n\n"),
     ]
     pages += [
-        _page(
+        page(
             f"blog/update-{n}",
             f"Update {n}",
             f"# Update {n}\n\nNews of the privacy sandbox, part {n}: "

@@ -81,11 +81,10 @@ class _Column:
                 words.append(at + match.end())
             at += len(label) + 1
         self.starts = starts
-        text = self.text
         # Sorted by the rest of the label from each offset; the key is computed once per
         # offset while sorting, never kept.
-        self.by_label = array("I", sorted(starts, key=lambda o: text[o : text.index(_SEP, o)]))
-        self.by_word = array("I", sorted(words, key=lambda o: text[o : text.index(_SEP, o)]))
+        self.by_label = array("I", sorted(starts, key=self._key))
+        self.by_word = array("I", sorted(words, key=self._key))
 
     def _range(self, offsets: array[int], query: str, lo: int = 0, hi: int | None = None) -> range:
         text, n = self.text, len(query)
