@@ -108,6 +108,9 @@ def test_an_at_rule_no_page_writes_still_finds_the_word(store: Store) -> None:
 
 def test_addresses_and_words_are_not_at_rules() -> None:
     assert lexical.at_markers("mail user@example.com or a@b") == ""
+    # After a letter, digit, `_`, `.` or another `@` (non-ASCII letters too) it is no name.
+    assert lexical.at_markers("é@a _@b 1@c .@d @@e, x.@f") == ""
+    assert lexical.at_markers("@scope at the start, -@layer after a dash") == "zzatscope zzatlayer"
     assert lexical.at_markers("`@font-face`, (@media) and @tf.function") == (
         "zzatfontface zzatmedia zzattf"
     )
