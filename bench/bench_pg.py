@@ -10,6 +10,8 @@ so its numbers flatter PostgreSQL's writes). The baseline is SQLite on the same 
 - get20: p50/p99 of Store.get_many of 20 random cached names;
 - search: p50/p99 of Store.rank_documents (the store's lexical ranking) for corpus titles,
   where the store has a local search index (PostgreSQL gets one from its search migration);
+- search @rule: the same for CSS at-rules written with their `@` (AT_RULES), which search
+  the pages that write the at-rule, then those with the word (mirror.search.lexical);
 - snippets: p50/p99 of the snippets of a page of 10 local results for a corpus title, the
   store's way (ts_headline on PostgreSQL, best_window on SQLite), next to best_window's cost
   for the same pages ("window");
@@ -40,6 +42,11 @@ from mirror.service import search
 from mirror.store.store import Store
 
 CLIENTS = 64
+# At-rules the chrome corpus writes (each on a few to a few hundred pages, "@media" most).
+AT_RULES = (
+    "@scope", "@layer", "@container", "@media", "@property", "@font-face", "@supports",
+    "@keyframes", "@import", "@starting-style",
+)  # fmt: skip
 
 
 @contextmanager
@@ -87,6 +94,12 @@ def measure_store(url: str, docs: list[Document], rounds: int) -> dict[str, str]
             found = timed(lambda: store.rank_documents(next(queries), limit=10), rounds)
             out.update({"search p50": ms(pct(found, 50)), "search p99": ms(pct(found, 99))})
             out.update(measure_snippets(store, [d.title or d.name for d in docs], rounds))
+            # Its own draws: the rows above measure the same queries as before it was added.
+            rules = iter(random.Random(17).choices(AT_RULES, k=rounds))
+            found = timed(lambda: store.rank_documents(next(rules), limit=10), rounds)
+            out.update(
+                {"search @rule p50": ms(pct(found, 50)), "search @rule p99": ms(pct(found, 99))}
+            )
         else:
             out.update({"search p50": "no index", "search p99": "no index"})
         return out
@@ -141,6 +154,15 @@ def serve_rps(db: str, names: list[str], servers: int, seconds: float) -> tuple[
     return level.rps, level.errors
 
 
+def _ratio(value: str, base: str) -> str:
+    """`value` / `base` for two figures as the table prints them ("9.06 ms", "1,018")."""
+    try:
+        ratio = float(value.split()[0].replace(",", "")) / float(base.split()[0].replace(",", ""))
+    except (ValueError, IndexError, ZeroDivisionError):
+        return "-"
+    return f"x{ratio:.2f}"
+
+
 def _stop(process) -> None:  # type: ignore[no-untyped-def]
     process.terminate()
     process.wait(timeout=30)
@@ -165,9 +187,10 @@ def main() -> None:
         sqlite = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
         results = {"sqlite": measure_store(sqlite, docs, args.rounds)}
         results["postgresql"] = measure_store(pg, docs, args.rounds)
-        print(f"\n{'':<16}{'sqlite':>12}{'postgresql':>14}")
+        print(f"\n{'':<18}{'sqlite':>12}{'postgresql':>14}{'pg/sqlite':>11}")
         for key in results["sqlite"]:
-            print(f"{key:<16}{results['sqlite'][key]:>12}{results['postgresql'][key]:>14}")
+            lite, pg_value = results["sqlite"][key], results["postgresql"].get(key, "-")
+            print(f"{key:<18}{lite:>12}{pg_value:>14}{_ratio(pg_value, lite):>11}")
         base, errors = serve_rps(sqlite, names, 1, args.seconds)
         print(
             f"\nserve, {CLIENTS} clients, REST batchGet of 20 (requests/s; ratio to the first level)"

@@ -1,16 +1,23 @@
 """`@scope`, `@media`, `@container`: a query for a CSS at-rule finds the page about that
 at-rule first, not any page with the word (the analyzers drop the `@`; mirror.search.lexical
-says how it is kept)."""
+says how it is kept), on SQLite and on PostgreSQL; and a PostgreSQL store indexed before the
+markers gets them by its upgrade."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from mirror.search import lexical
+from mirror.store.db import engine as engines
+from mirror.store.db.migrate import upgrade
+from mirror.store.schema.tables import SCHEMA_REVISION
 from mirror.store.store import Store
 from tests.pages import page
+
+pytestmark = pytest.mark.both_backends
 
 # Abridged from the corpus: the at-rule's own article, a release note that names it once, and
 # pages that say "scope" (of a service worker, of a C++ graph) often and never `@scope`.
@@ -67,9 +74,32 @@ def test_an_at_rule_finds_the_pages_that_write_it_first(store: Store) -> None:
         assert _names(store, query)[0] == "articles/at-scope", query
 
 
-def test_the_word_alone_ranks_as_before(store: Store) -> None:
-    # "scope" is not "@scope": the pages that say it most still come first.
-    assert _names(store, "scope")[0] in {"service_workers/scope", "cpp/scope"}
+def _without_markers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Index as the code before the markers did (both backends' ways)."""
+    monkeypatch.setattr(lexical, "at_markers", lambda *texts: "")
+    monkeypatch.setattr(lexical, "with_at_markers", lambda text: text or "")
+
+
+def test_the_word_alone_ranks_as_before(
+    store: Store,
+    db_url: str,
+    another_db_url: Callable[[], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "scope" is not "@scope": the markers change nothing for the word alone.
+    found = _names(store, "scope")
+    unmarked = Store.open(another_db_url())
+    try:
+        with monkeypatch.context() as before:
+            _without_markers(before)  # SQLite indexes at the first search: it runs inside
+            unmarked.put([AT_SCOPE, RELEASE, WORKER, GRAPH], fetched_at=1.0, upstream="test")
+            assert found == _names(unmarked, "scope")
+    finally:
+        unmarked.close()
+    if db_url.startswith("sqlite"):
+        # BM25 there: the pages that say it most come first (ts_rank weighs the article's
+        # title and headings, which say "scope" in `@scope`, above them).
+        assert found[0] in {"service_workers/scope", "cpp/scope"}
 
 
 def test_an_at_rule_no_page_writes_still_finds_the_word(store: Store) -> None:
@@ -78,7 +108,56 @@ def test_an_at_rule_no_page_writes_still_finds_the_word(store: Store) -> None:
 
 def test_addresses_and_words_are_not_at_rules() -> None:
     assert lexical.at_markers("mail user@example.com or a@b") == ""
+    # After a letter, digit, `_`, `.` or another `@` (non-ASCII letters too) it is no name.
+    assert lexical.at_markers("é@a _@b 1@c .@d @@e, x.@f") == ""
+    assert lexical.at_markers("@scope at the start, -@layer after a dash") == "zzatscope zzatlayer"
     assert lexical.at_markers("`@font-face`, (@media) and @tf.function") == (
         "zzatfontface zzatmedia zzattf"
     )
     assert lexical.at_marker("font-face") == lexical.at_marker("FontFace")
+
+
+def test_postgresql_writes_each_marker_before_the_name_it_marks() -> None:
+    assert lexical.with_at_markers("use `@scope` (or @font-face-), not a@b.c") == (
+        "use `zzatscope @scope` (or zzatfontface @font-face-), not a@b.c"
+    )
+    assert lexical.with_at_markers("no at-rule here") == "no at-rule here"
+    assert lexical.with_at_markers(None) == ""
+    # The same markers as SQLite's side column, in the same order.
+    text = AT_SCOPE.content or ""
+    marked = re.findall(rf"\b{lexical.AT_PREFIX}\w+", lexical.with_at_markers(text))
+    assert len(marked) == 6 and marked == lexical.at_markers(text).split()
+
+
+@pytest.fixture
+def blank_pg(postgres_server) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """A blank (unmigrated) PostgreSQL database."""
+    url = postgres_server.fresh_database(migrated=False)
+    yield url
+    postgres_server.drop_database(url)
+
+
+def test_a_postgresql_store_indexed_before_the_markers_gets_them_by_its_upgrade(
+    blank_pg: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = Store(engines.create(blank_pg))
+    upgrade(old.engine, "0015")
+    # The entries as the code before revision 0016 wrote them: no markers.
+    with monkeypatch.context() as before:
+        _without_markers(before)
+        old.put([AT_SCOPE, RELEASE, WORKER, GRAPH], fetched_at=1.0, upstream="test")
+    try:
+        # `index check` sees that the entries differ from what the text gives now...
+        assert old.check_index().stale
+        # ...and `@scope` finds no page naming it: the pages with the word, as "scope" does.
+        assert _names(old, "@scope") == _names(old, "scope")
+    finally:
+        old.close()
+    store = Store.open(blank_pg)  # opening a store upgrades it, as every command does
+    try:
+        assert store.revision() == SCHEMA_REVISION
+        assert not store.check_index().stale
+        found = _names(store, "@scope")
+        assert found[:2] == ["articles/at-scope", "blog/new-in-chrome-118"], found
+    finally:
+        store.close()

@@ -52,6 +52,23 @@ def test_match_strings_become_tsqueries() -> None:
     assert to_tsquery('{title} : ("a" AND "b"*)') == "(('a':A & 'b':*A))"
 
 
+def test_an_at_rule_is_its_marker_then_its_name() -> None:
+    # The index writes the marker just before the name (lexical.with_at_markers): pages that
+    # write `@font-face` first, then pages with the words alone (its own, not an identifier's
+    # parts in title, headings and code).
+    assert _translate("@font-face") == (
+        "'zzatfontface font face'",
+        "('zzatfontface font face' | 'font' | 'face')",
+    )
+    assert _translate("css `@scope`") == (
+        "('css' & 'zzatscope scope')",
+        "('css' | 'zzatscope scope' | 'scope')",
+    )
+    assert _translate("scope") == ("'scope'", "'scope'")
+    # Inside a word or an address it is no at-rule.
+    assert _translate("user@example.com")[0] == _translate("user.example.com")[0]
+
+
 @pytest.mark.parametrize(
     "match", ['"a" AND', '("a"', "NEAR(a b)", '"a" OR OR "b"', "a", '{url} : "a"']
 )

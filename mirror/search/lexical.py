@@ -13,9 +13,13 @@ done here, the same way for both sides:
   runs go to the side column as overlapping bigrams, and a CJK query becomes a phrase of the
   same bigrams.
 - The analyzers drop `@`, so `@scope` (a CSS at-rule; also `@media`, `@container`) was the
-  word "scope" of any page. On SQLite each `@name` written in a page also goes to the side
-  column as one marker word (`at_markers`), and a query word written `@name` requires it
-  (Term.at), so pages naming the at-rule come first; pages with only the word follow.
+  word "scope" of any page. Each `@name` written in a page is also indexed as one marker word
+  (`at_marker`), and a query word written `@name` requires it (Term.at), so pages naming the
+  at-rule come first; pages with only the word follow (`fallback_words`). Where the marker
+  goes differs by backend: SQLite appends the markers to the side column (`at_markers`, BM25
+  counts them wherever they are); PostgreSQL writes each one just before the name it marks
+  (`with_at_markers`), because ts_rank scores the words of an AND or a phrase by how near
+  they are to each other, and a marker at the end of a page would be near none of them.
 
 A query comes out as Terms: their words and bigram phrases (SQLite builds tantivy query
 objects from them), and match strings in FTS5's syntax, each term a quoted string literal
@@ -83,8 +87,11 @@ _CLASSES = bytes(
 )  # fmt: skip
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # `@name` written in a page, not inside a word or an address (`user@example.com`): a CSS
-# at-rule (`@font-face`), a decorator (`@tf.function` gives `tf`), a package scope.
-_AT_NAME = re.compile(r"(?<![\w@.])@([A-Za-z][A-Za-z0-9-]*)")
+# at-rule (`@font-face`), a decorator (`@tf.function` gives `tf`), a package scope. The `@`
+# first, the character before it checked after: a pattern that starts with a literal is
+# scanned for it at C speed, where a leading lookbehind ran at every position (18x slower on
+# the corpus's pages with an `@`, the same matches).
+_AT_NAME = re.compile(r"@(?<![\w@.]@)([A-Za-z][A-Za-z0-9-]*)")
 # A query word that is one `@name` (quotes or brackets around it are dropped).
 _AT_QUERY = re.compile(r"@([A-Za-z][A-Za-z0-9-]*)")
 _AT_WRAPPING = "`'\"()[]{},;:!?."
@@ -129,15 +136,30 @@ def at_marker(name: str) -> str:
     return AT_PREFIX + "".join(c for c in name.lower() if c.isalnum())
 
 
+def _marker_of(found: re.Match[str]) -> str:
+    # `@font-face-` (a name cut at a line's end) is `@font-face`.
+    return at_marker(found.group(1).rstrip("-"))
+
+
 def at_markers(*texts: str | None) -> str:
     """A marker word for every `@name` written in the texts, once per occurrence (how often
-    a page writes `@scope` is what ranks the page about it first); empty for most pages."""
+    a page writes `@scope` is what ranks the page about it first); empty for most pages.
+    SQLite's side column holds them."""
     return " ".join(
-        at_marker(name.rstrip("-"))
+        _marker_of(found)
         for text in texts
         if text and "@" in text
-        for name in _AT_NAME.findall(text)
+        for found in _AT_NAME.finditer(text)
     )
+
+
+def with_at_markers(text: str | None) -> str:
+    """`text` with each `@name` it writes preceded by its marker word (`@scope (.card)` ->
+    `zzatscope @scope (.card)`): the same markers as `at_markers`, where the name is, for
+    PostgreSQL's tsvectors (a query's `@scope` is then the phrase `zzatscope scope`)."""
+    if not text or "@" not in text:
+        return text or ""
+    return _AT_NAME.sub(lambda found: f"{_marker_of(found)} {found.group(0)}", text)
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -186,8 +208,9 @@ class Term:
     # bigrams that start with it).
     plain: tuple[str, ...] = ()
     grams: tuple[tuple[str, ...], ...] = ()
-    # Written `@name` (an at-rule): its side-column marker, which the page must hold too
-    # where the index has one (SQLite); else "". Its words alone are its fallback (`parts`).
+    # Written `@name` (an at-rule): its marker word, which the page must hold too; else "".
+    # SQLite's query adds it (side column); `expr` holds it as the phrase `"marker name"`
+    # (PostgreSQL's index writes it before the name). Its words alone are its fallback.
     at: str = ""
 
 
@@ -233,7 +256,8 @@ def _term(words: list[str], at: str = "") -> Term:
         if len(rest) == 1 and _CAMEL.fullmatch(rest[0]):
             parts.extend(camel_parts(rest[0]))
     if plain:
-        pieces.insert(0, _quote(" ".join(plain)))
+        # An `@name`: the marker right before the name (mirror.search.lexical's docstring).
+        pieces.insert(0, _quote(" ".join((at, *plain) if at else plain)))
     expr = pieces[0] if len(pieces) == 1 else "(" + " AND ".join(pieces) + ")"
     return Term(
         text, expr, tuple(dict.fromkeys(p for p in parts if p)), tuple(plain), tuple(phrases), at
@@ -281,7 +305,7 @@ def all_of(terms: Sequence[Term]) -> str:
 
 
 def _whole_and_parts(term: Term) -> str:
-    if " " not in term.text or _CJK_RUN.search(term.text):
+    if " " not in term.text or _CJK_RUN.search(term.text) or term.at:
         # One word (a camelCase one is specific enough whole: `RenderingNG` ranked by its
         # parts favours every page about rendering); CJK bigrams are the term's phrase.
         return term.expr
@@ -295,10 +319,17 @@ def any_of(terms: Sequence[Term]) -> str:
 
 
 def alternatives(terms: Sequence[Term]) -> list[str]:
-    """The FTS5 expressions `any_of` joins: each term, then each part of one, once."""
+    """The FTS5 expressions `any_of` joins: each term, then each fallback word, once."""
     exprs = [t.expr for t in terms]
-    exprs += [_quote(p) for t in terms if len(t.parts) > 1 for p in t.parts]
+    exprs += [_quote(p) for p in fallback_words(terms)]
     return list(dict.fromkeys(exprs))
+
+
+def fallback_words(terms: Sequence[Term]) -> list[str]:
+    """The single words a match of any term adds after the terms themselves (both backends):
+    the parts of an identifier, and the name of an `@name` alone, so pages with the word
+    follow the pages that write the at-rule (and find something when none does)."""
+    return list(dict.fromkeys(p for t in terms if len(t.parts) > 1 or t.at for p in t.parts))
 
 
 def words_of(terms: Iterable[Term]) -> list[str]:

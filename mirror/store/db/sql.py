@@ -13,7 +13,7 @@ from typing import Any
 from ...models import Stats, Summary
 
 # The Alembic revision the code expects; `tests/test_migrations.py` checks it is the head.
-SCHEMA_REVISION = "0015"
+SCHEMA_REVISION = "0016"
 
 REVISION = "SELECT version_num FROM alembic_version"
 JOURNAL_MODE = "PRAGMA journal_mode"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import ColumnElement, Connection, TextClause, select, text
 
 from ....models import Document
 from ....search import lexical
@@ -97,14 +97,18 @@ def _columns(docs: Sequence[Document]) -> dict[str, list[str]]:
         content = doc.content or ""
         lines = headings(content)
         side = lexical.side_text(doc.title, content)
+        # `@scope` and the like: a marker word before each, where it is written (in title,
+        # heading lines and body, the texts SQLite takes its markers from): ts_rank scores a
+        # query's `@scope` (the phrase of marker and name) by where the page writes it.
+        marked = lexical.with_at_markers
         row = (
             doc.name,
             lines,
             side,
-            fitted(normalized(doc.title or ""), BUDGETS["title"]),
-            fitted(normalized(lines), BUDGETS["headings"]),
+            fitted(normalized(marked(doc.title)), BUDGETS["title"]),
+            fitted(normalized(marked(lines)), BUDGETS["headings"]),
             fitted(normalized(doc.description or ""), BUDGETS["description"]),
-            fitted(normalized(content), BODY_BUDGET),
+            fitted(normalized(marked(content)), BODY_BUDGET),
             fitted(normalized(side), BUDGETS["side"]),
         )
         for field, value in zip(_FIELDS, row, strict=True):
@@ -137,17 +141,19 @@ def reindex(conn: Connection, docs: Sequence[Document]) -> int:
     return len(with_content)
 
 
-def _stored(conn: Connection) -> Iterator[list[Document]]:
-    """Every document with content, a batch at a time, in name order."""
+def _stored(
+    conn: Connection, where: ColumnElement[bool] | TextClause | None = None
+) -> Iterator[list[Document]]:
+    """Every document with content (and matching `where`), a batch at a time, in name order."""
     d = documents.c
     after = ""
     while True:
-        rows = conn.execute(
-            select(d.name, d.title, d.description, d.content)
-            .where(d.name > after, d.content.is_not(None))
-            .order_by(d.name)
-            .limit(BATCH)
-        ).all()
+        query = select(d.name, d.title, d.description, d.content).where(
+            d.name > after, d.content.is_not(None)
+        )
+        if where is not None:
+            query = query.where(where)
+        rows = conn.execute(query.order_by(d.name).limit(BATCH)).all()
         if not rows:
             return
         yield [Document(name=r[0], title=r[1], description=r[2], content=r[3]) for r in rows]
@@ -159,6 +165,17 @@ def rebuild(conn: Connection) -> int:
     conn.execute(text("DELETE FROM search_docs"))
     count = 0
     for batch in _stored(conn):
+        conn.execute(_INSERT, _columns(batch))
+        count += len(batch)
+    return count
+
+
+def refresh(conn: Connection, where: ColumnElement[bool] | TextClause) -> int:
+    """Rebuild the entries of the stored documents matching `where` (a clause on `documents`),
+    when what the index derives from a page changed for some pages only; returns how many."""
+    count = 0
+    for batch in _stored(conn, where):
+        conn.execute(_DROP, {"names": [doc.name for doc in batch]})
         conn.execute(_INSERT, _columns(batch))
         count += len(batch)
     return count

@@ -62,7 +62,8 @@ class Entry:
 def entry_of(name: str, title: str | None, description: str | None, content: str) -> Entry:
     """The index entry of a page with content (pure: may run ahead, in another thread)."""
     side = lexical.side_text(title, content)
-    # `@scope` and the like as one word each (mirror.search.lexical says why); SQLite only.
+    # `@scope` and the like as one word each (mirror.search.lexical says why and where
+    # PostgreSQL puts them).
     markers = lexical.at_markers(title, content)
     if markers:
         side = f"{side}\n{markers}" if side else markers

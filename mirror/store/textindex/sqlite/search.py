@@ -204,9 +204,7 @@ class _Builder:
     def any_of(self, terms: Sequence[lexical.Term]) -> Any:
         """Pages with any term, or any part of one (a word of an identifier)."""
         queries = [q for t in terms if (q := self.term(t)) is not None]
-        # An `@name` term's words alone too: pages with the word, after those naming it.
-        parts = dict.fromkeys(p for t in terms if len(t.parts) > 1 or t.at for p in t.parts)
-        queries += [q for p in parts if (q := self.word(p)) is not None]
+        queries += [q for p in lexical.fallback_words(terms) if (q := self.word(p)) is not None]
         if not queries:
             return None
         return Query.boolean_query([(Occur.Should, q) for q in queries])
