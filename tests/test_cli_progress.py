@@ -147,6 +147,7 @@ def _read_until_closed(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+@pytest.mark.slow  # dk-mirror in a process of its own, on a pseudo-terminal
 def test_fetch_draws_its_bar_on_a_real_terminal_and_none_into_a_pipe(
     env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -169,6 +170,7 @@ def test_fetch_draws_its_bar_on_a_real_terminal_and_none_into_a_pipe(
     assert err.decode() == f"{summary} (of {len(NAMES)})\n"
 
 
+@pytest.mark.slow  # dk-mirror in a process of its own, on a pseudo-terminal
 @pytest.mark.skipif(not model.status().available, reason="needs the model's packages")
 def test_the_embedding_bar_draws_on_a_terminal_of_zero_columns(tmp_path: Path) -> None:
     # Some CI terminals (and `stty cols 0`) report 0 columns: the bar took that at its word

@@ -27,7 +27,7 @@ from tests.conftest import query_store
 from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
 
-pytestmark = pytest.mark.both_backends
+pytestmark = [pytest.mark.both_backends, pytest.mark.slow]  # writers are processes
 
 HOST = "docs.example.dev"
 PAGES = 600  # the shared site: every writer writes some of it

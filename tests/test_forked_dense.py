@@ -27,11 +27,14 @@ from mirror.service import Mirror, forked_dense, semantic
 from mirror.store.store import Store
 from tests.user_env import user_env
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or not model.status().available,
-    reason="the helper is forked on POSIX (the processes are listed from Linux's /proc), "
-    "and needs the semantic extra",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or not model.status().available,
+        reason="the helper is forked on POSIX (the processes are listed from Linux's /proc), "
+        "and needs the semantic extra",
+    ),
+    pytest.mark.slow,  # every test runs dk-mirror in processes of its own
+]
 QUESTION = "how do I keep the model files from downloading again"
 OFFLINE = Mode(offline=True)
 Ranked = list[tuple[str, str, float]]

@@ -31,7 +31,8 @@ from mirror.service import Mirror
 from tests.conftest import seed
 from tests.serve_process import clean_env, serve
 
-pytestmark = pytest.mark.sqlite_only
+# Damage is found by `dk-mirror` commands and servers run in processes of their own (slow).
+pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus" / "tensorflow.org.jsonl.gz"
 KERAS = ""  # the first result for "keras" on the intact index (set by `template`)

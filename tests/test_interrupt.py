@@ -30,7 +30,9 @@ from tests.emulator import Emulator, Fault
 from tests.emulator_fixtures import synthetic_documents
 from tests.user_env import user_env
 
-pytestmark = pytest.mark.serial  # asserts how soon a process exits
+# Each test starts dk-mirror in a process of its own (slow: out of the fast loop) and asserts
+# how soon it exits (serial).
+pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
 HOST = "docs.example.dev"
 DOCS = synthetic_documents(200, host=HOST)

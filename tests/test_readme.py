@@ -242,7 +242,16 @@ def test_the_fast_loop_leaves_out_processes_and_postgresql():
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     assert len(ids) > 1000
     assert not [i for i in ids if re.search(r"[\[-]postgresql[\]-]", i)]  # a backend's id
-    spawning = ("test_clean_clone.py", "test_wheel.py", "test_browser.py", "test_crawl_kill.py")
+    spawning = (
+        "test_clean_clone.py",
+        "test_wheel.py",
+        "test_browser.py",
+        "test_crawl_kill.py",
+        "test_interrupt.py",
+        "test_forked_dense.py",
+        "test_index_damage.py",
+        "test_concurrent_writers.py",
+    )
     assert not [i for i in ids if i.split("::")[0].endswith(spawning)]
 
 
