@@ -1,4 +1,5 @@
-"""`doctor` warns when the running SQLite has the WAL-reset corruption bug."""
+"""`doctor` warns when the running SQLite has the WAL-reset corruption bug, and says in one
+readable row what to do with a store at an older schema revision."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 
 from mirror.cli.admin import wal_reset_bug
 from mirror.cli.main import cli
+from mirror.store.db import engine as engines
 
 
 @pytest.mark.parametrize(
@@ -46,3 +48,20 @@ def test_doctor_warns_about_the_wal_reset_bug(db_url: str, monkeypatch: pytest.M
     monkeypatch.setattr(sqlite3, "sqlite_version", "3.51.3")
     fixed = CliRunner().invoke(cli, ["doctor"])
     assert fixed.exit_code == 0 and "WAL-reset" not in fixed.stdout
+
+
+def test_doctor_says_how_to_upgrade_an_older_store_on_the_schema_row(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DK_MIRROR_DB", db_url)
+    monkeypatch.setenv("DK_MIRROR_OFFLINE", "1")
+    assert CliRunner().invoke(cli, ["db", "upgrade"]).exit_code == 0
+    engine = engines.create(db_url)
+    with engine.begin() as conn:  # as a store written by the previous version
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0015'")
+    engine.dispose()
+    checked = CliRunner().invoke(cli, ["doctor"])
+    assert checked.exit_code == 0, checked.output
+    row = next(line for line in checked.stdout.splitlines() if line.startswith("warn  schema"))
+    assert "'0015'" in row and "(run `dk-mirror db upgrade`)" in row, row
+    assert "\\x0a" not in checked.stdout and "hint:" not in checked.stdout

@@ -195,15 +195,21 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _row_text(exc: MirrorError) -> str:
+    """An error as one row's detail: its hint in parentheses, not on a line of its own (the
+    table escapes a newline inside a cell, which printed as `\\x0a  hint:`)."""
+    return f"{exc.message} ({exc.hint})" if exc.hint else exc.message
+
+
 def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     try:
         health = mirror.health(integrity=True)
     except SchemaError as exc:
-        rows.append(("warn", "schema", str(exc)))
+        rows.append(("warn", "schema", _row_text(exc)))
         return rows
     except StoreError as exc:
-        rows.append(("fail", "store", str(exc)))
+        rows.append(("fail", "store", _row_text(exc)))
         return rows
     store = health.store
     rows.append(("ok", "store", store.url))
