@@ -63,5 +63,5 @@ def test_doctor_says_how_to_upgrade_an_older_store_on_the_schema_row(
     checked = CliRunner().invoke(cli, ["doctor"])
     assert checked.exit_code == 0, checked.output
     row = next(line for line in checked.stdout.splitlines() if line.startswith("warn  schema"))
-    assert "'0015'" in row and "(run `dk-mirror db upgrade`)" in row, row
-    assert "\\x0a" not in checked.stdout and "hint:" not in checked.stdout
+    assert "'0015'" in row and row.endswith("(hint: run `dk-mirror db upgrade`)"), row
+    assert "\\x0a" not in checked.stdout

@@ -198,7 +198,7 @@ def _checks(mirror: Mirror) -> list[tuple[str, str, str]]:
 def _row_text(exc: MirrorError) -> str:
     """An error as one row's detail: its hint in parentheses, not on a line of its own (the
     table escapes a newline inside a cell, which printed as `\\x0a  hint:`)."""
-    return f"{exc.message} ({exc.hint})" if exc.hint else exc.message
+    return f"{exc.message} (hint: {exc.hint})" if exc.hint else exc.message
 
 
 def _store_rows(mirror: Mirror) -> list[tuple[str, str, str]]:
